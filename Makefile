@@ -1,0 +1,56 @@
+# kueue-graphql: the two commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+UV_VERSION ?= 0.13.8
+UV := $(shell command -v uv 2>/dev/null)
+ifeq ($(UV),)
+UV := $(HOME)/.local/bin/uv
+endif
+RUN := $(UV) run --frozen
+
+.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo schema clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+
+$(UV):
+	python3 -m pip install --quiet --user "uv==$(UV_VERSION)" || python3 -m pip install --quiet "uv==$(UV_VERSION)"
+
+install: $(UV) ## create .venv with the locked dependencies (uv.lock)
+	$(UV) sync --frozen
+
+lint: install ## ruff lint and format check
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+
+types: install ## mypy (strict) on the package
+	$(RUN) mypy
+
+contracts: install ## import-linter: layers flow one way
+	$(RUN) lint-imports
+
+test: lint types contracts ## lint, types, layer contract, then every test (starts the control plane)
+	$(RUN) pytest
+
+cluster-build: install ## build (or find cached) the control-plane and Kueue binaries
+	$(RUN) python -m tests.cluster build
+
+cluster-up: install ## start kube-apiserver, controllers, scheduler, Kueue; apply scenarios
+	$(RUN) python -m tests.cluster up
+
+cluster-down: install ## stop every control-plane process and remove .cluster/
+	$(RUN) python -m tests.cluster down
+
+cluster-status: install ## is the control plane up?
+	$(RUN) python -m tests.cluster status
+
+demo: install ## control plane + scenarios + the server + GraphiQL, with a ready token and query
+	$(RUN) python -m tests.cluster.demo
+
+schema: install ## regenerate schema/schema.graphql from the code
+	$(RUN) kueue-graphql schema > schema/schema.graphql
+
+clean: ## remove local state (not the cached binaries)
+	-$(RUN) python -m tests.cluster down
+	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+import sys
+
+from tests.cluster.driver import main
+
+sys.exit(main())

@@ -1,0 +1,1037 @@
+"""Start, inspect and stop the real Kubernetes + Kueue control plane used by tests and `make demo`.
+
+    python -m tests.cluster.driver up       # build what is missing, start, apply scenarios
+    python -m tests.cluster.driver down     # stop every process started, remove .cluster/
+    python -m tests.cluster.driver status   # is it up?
+
+Processes (each its own): embedded etcd, kube-apiserver, kube-controller-manager, kube-scheduler
+(all from k8s.io/kubernetes), and the Kueue manager (sigs.k8s.io/kueue). Everything listens on
+127.0.0.1 on free ports. State lives in `.cluster/` (git-ignored): kubeconfigs, user tokens, PKI,
+logs, the etcd data and `env`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.cluster import build, pki
+from tests.cluster.progress import Progress
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFESTS = Path(__file__).resolve().parent / "manifests"
+DEFAULT_STATE_DIR = REPO / ".cluster"
+
+# name -> groups. admin's token is in system:masters like its client certificate.
+USERS: dict[str, tuple[str, ...]] = {
+    "admin": ("system:masters",),
+    "alice": (),
+    "bob": (),
+    "viewer": (),
+    "nobody": (),
+    "grace": ("engineering", "team-a-readers"),
+}
+
+SERVER_SERVICE_ACCOUNT = ("kueue-graphql", "kueue-graphql")
+
+# Only the webhooks Kueue serves with the batch/job integration alone.
+_SERVED_WEBHOOK_PATHS = ("kueue-x-k8s-io", "batch-v1-job")
+# CRDs whose conversion webhook Kueue serves (config/components/crd/patches/webhook_in_*).
+_CONVERTED_CRDS = ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
+
+# Pods the driver moves along as a kubelet would (there is none): job name -> final phase.
+SIMULATED_KUBELET = {
+    ("team-a", "healthy-running"): "Running",
+    ("team-a", "borrows-one-cpu"): "Running",
+    ("team-a", "gpu-training"): "Running",
+    ("team-a", "finished-ok"): "Succeeded",
+    ("team-b", "bob-job"): "Running",
+}
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _set_parent_death_signal() -> None:
+    """Runs in the child: die with the parent (used when pytest owns the cluster)."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+@dataclass
+class Cluster:
+    """A running control plane, as described by its state directory (see INTERFACE.md)."""
+
+    state_dir: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for line in (self.state_dir / "env").read_text().splitlines():
+            if "=" in line and not line.startswith("#"):
+                key, value = line.split("=", 1)
+                values[key.removeprefix("export ").strip()] = value.strip().strip("'\"")
+        return values
+
+    @property
+    def api_url(self) -> str:
+        return self.env["KUBE_API_URL"]
+
+    @property
+    def ca_file(self) -> Path:
+        return self.state_dir / "pki" / "ca.crt"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def kubectl_bin(self) -> Path:
+        return self.state_dir / "bin" / "kubectl"
+
+    @property
+    def server_kubeconfig(self) -> Path:
+        return self.state_dir / "users" / "kueue-graphql-server.kubeconfig"
+
+    def kubeconfig(self, user: str) -> Path:
+        if user == "admin":
+            return self.admin_kubeconfig
+        return self.state_dir / "users" / f"{user}.kubeconfig"
+
+    def token(self, user: str) -> str:
+        return (self.state_dir / "users" / f"{user}.token").read_text().strip()
+
+    def kubectl(
+        self, *args: str, user: str = "admin", check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [str(self.kubectl_bin), "--kubeconfig", str(self.kubeconfig(user)), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise ClusterError(
+                f"kubectl {' '.join(args)} (as {user}) failed: {result.stderr.strip()}"
+            )
+        return result
+
+    def get_json(self, *args: str, user: str = "admin") -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json", user=user).stdout)
+
+    def service_account_token(
+        self, namespace: str, name: str, expiration_seconds: int = 3600
+    ) -> str:
+        """A real bound ServiceAccount token from the TokenRequest API."""
+        return self.kubectl(
+            "create", "token", name, "-n", namespace, f"--duration={expiration_seconds}s"
+        ).stdout.strip()
+
+    def is_healthy(self) -> bool:
+        if not (self.state_dir / "env").is_file() or not self.kubectl_bin.exists():
+            return False
+        try:
+            result = self.kubectl("get", "--raw", "/readyz", check=False, timeout=10)
+        except (subprocess.TimeoutExpired, OSError):
+            return False
+        return result.returncode == 0 and result.stdout.strip() == "ok"
+
+
+# ---------------------------------------------------------------------------------------------
+# Starting
+
+
+class _Launcher:
+    """Starts component processes, remembers them in pids.json, logs to logs/<name>.log."""
+
+    def __init__(self, state_dir: Path, tie_to_parent: bool) -> None:
+        self.state_dir = state_dir
+        self.logs = state_dir / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.tie_to_parent = tie_to_parent
+        self.pid_file = state_dir / "pids.json"
+
+    def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("ab")
+        process = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=self.state_dir,
+            start_new_session=True,
+            preexec_fn=_set_parent_death_signal if self.tie_to_parent else None,
+        )
+        log.close()
+        recorded = json.loads(self.pid_file.read_text()) if self.pid_file.exists() else []
+        recorded.append({"name": name, "pid": process.pid})
+        self.pid_file.write_text(json.dumps(recorded, indent=1))
+        return process
+
+
+def _wait(
+    what: str, check: Callable[[], bool], timeout: float, progress: Progress, log: Path | None
+) -> None:
+    deadline = time.monotonic() + timeout
+    last_note = time.monotonic()
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception:  # noqa: S110 - any failure here just means "not ready yet"
+            pass
+        if time.monotonic() - last_note > 15:
+            progress.note(f"still waiting for {what}...")
+            last_note = time.monotonic()
+        time.sleep(0.5)
+    tail = ""
+    if log is not None and log.exists():
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+        tail = f"\nlast lines of {log}:\n{tail}"
+    raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}{tail}")
+
+
+def _https_ok(url: str, context: ssl.SSLContext) -> bool:
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=5) as response:  # noqa: S310
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _kubeconfig(
+    path: Path, server: str, ca_pem: bytes, user: str, credentials: dict[str, str]
+) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "kueue-graphql-test",
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                },
+            }
+        ],
+        "users": [{"name": user, "user": credentials}],
+        "contexts": [{"name": user, "context": {"cluster": "kueue-graphql-test", "user": user}}],
+        "current-context": user,
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+
+
+def _cert_credentials(pair: pki.CertPair) -> dict[str, str]:
+    return {
+        "client-certificate-data": base64.b64encode(pair.cert.read_bytes()).decode(),
+        "client-key-data": base64.b64encode(pair.key.read_bytes()).decode(),
+    }
+
+
+def _webhook_configurations(kueue_dir: Path, webhook_port: int, ca_pem: bytes) -> list[Any]:
+    source = kueue_dir / "config" / "components" / "webhook" / "manifests.yaml"
+    documents = [d for d in yaml.safe_load_all(source.read_text()) if d]
+    ca_bundle = base64.b64encode(ca_pem).decode()
+    result = []
+    for document in documents:
+        kept = []
+        for hook in document.get("webhooks", []):
+            path = hook["clientConfig"]["service"]["path"]
+            if not any(marker in path for marker in _SERVED_WEBHOOK_PATHS):
+                continue
+            hook["clientConfig"] = {
+                "url": f"https://127.0.0.1:{webhook_port}{path}",
+                "caBundle": ca_bundle,
+            }
+            kept.append(hook)
+        document["metadata"]["name"] = "kueue-" + document["metadata"]["name"]
+        document["webhooks"] = kept
+        result.append(document)
+    return result
+
+
+def _crds(kueue_dir: Path, webhook_port: int, ca_pem: bytes) -> list[Any]:
+    ca_bundle = base64.b64encode(ca_pem).decode()
+    documents = []
+    for path in sorted((kueue_dir / "config" / "components" / "crd" / "bases").glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        if crd["spec"]["names"]["plural"] in _CONVERTED_CRDS:
+            crd["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{webhook_port}/convert",
+                        "caBundle": ca_bundle,
+                    },
+                    "conversionReviewVersions": ["v1"],
+                },
+            }
+        documents.append(crd)
+    return documents
+
+
+def _kueue_module_dir(progress: Progress) -> Path:
+    listed = subprocess.run(
+        ["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue"],
+        cwd=build.KUEUE.module_dir,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    directory = Path(listed.stdout.strip())
+    progress.note(f"Kueue manifests from {directory}")
+    return directory
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in obj.get("status", {}).get("conditions", []) or []}
+
+
+class _Starter:
+    def __init__(self, state_dir: Path, progress: Progress, tie_to_parent: bool) -> None:
+        self.state = state_dir
+        self.progress = progress
+        self.launcher = _Launcher(state_dir, tie_to_parent)
+        self.cluster = Cluster(state_dir)
+
+    def run(self) -> Cluster:
+        progress = self.progress
+        progress.step(f"building (or reusing) binaries for k8s {build.K8S_VERSION}")
+        kube_bin = build.ensure_built(build.KUBE, progress)
+        progress.step(f"building (or reusing) Kueue {build.KUEUE_VERSION}")
+        kueue_bin = build.ensure_built(build.KUEUE, progress)
+        kueue_dir = _kueue_module_dir(progress)
+
+        bin_dir = self.state / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        # Symlinks named after each component: kcp dispatches on its own name.
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"):
+            (bin_dir / name).symlink_to(kube_bin / "kcp")
+        (bin_dir / "etcd").symlink_to(kube_bin / "etcd")
+        (bin_dir / "kueue").symlink_to(kueue_bin / "kueue")
+
+        ports = {
+            name: _free_port()
+            for name in (
+                "etcd",
+                "etcd-peer",
+                "apiserver",
+                "controller-manager",
+                "scheduler",
+                "kueue-webhook",
+                "kueue-metrics",
+                "kueue-health",
+                "kueue-visibility",
+            )
+        }
+        (self.state / "ports.json").write_text(json.dumps(ports, indent=1))
+        api_url = f"https://127.0.0.1:{ports['apiserver']}"
+
+        progress.step("generating certificates, keys and user tokens")
+        pki_dir = self.state / "pki"
+        pki_dir.mkdir()
+        ca = pki.CertificateAuthority(pki_dir, "ca")
+        front_proxy_ca = pki.CertificateAuthority(pki_dir, "front-proxy-ca")
+        apiserver_cert = ca.issue(
+            "apiserver",
+            "kube-apiserver",
+            dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+            ip_addresses=("127.0.0.1",),
+            server=True,
+        )
+        front_proxy_client = front_proxy_ca.issue(
+            "front-proxy-client", "front-proxy-client", client=True
+        )
+        admin_cert = ca.issue("admin", "admin", organizations=("system:masters",), client=True)
+        kcm_cert = ca.issue("controller-manager", "system:kube-controller-manager", client=True)
+        scheduler_cert = ca.issue("scheduler", "system:kube-scheduler", client=True)
+        # Kueue's own RBAC (config/components/rbac) is large; the test cluster gives the manager
+        # system:masters instead. Callers' access is still decided by RBAC as usual.
+        kueue_cert = ca.issue(
+            "kueue-manager", "kueue-manager", organizations=("system:masters",), client=True
+        )
+        sa_keys = pki.write_service_account_keys(pki_dir)
+        kueue_certs = self.state / "kueue"
+        for sub in ("webhook", "visibility", "metrics"):
+            (kueue_certs / sub).mkdir(parents=True)
+            pair = ca.issue(
+                f"kueue-{sub}",
+                f"kueue-{sub}",
+                dns_names=(
+                    "localhost",
+                    "kueue-visibility-server.kueue-system.svc",
+                    "kueue-webhook-service.kueue-system.svc",
+                ),
+                ip_addresses=("127.0.0.1",),
+                server=True,
+            )
+            shutil.copy(pair.cert, kueue_certs / sub / "tls.crt")
+            shutil.copy(pair.key, kueue_certs / sub / "tls.key")
+            shutil.copy(ca.pair.cert, kueue_certs / sub / "ca.crt")
+
+        users_dir = self.state / "users"
+        users_dir.mkdir()
+        token_lines = []
+        for index, (user, groups) in enumerate(USERS.items()):
+            token = secrets.token_urlsafe(32)
+            (users_dir / f"{user}.token").write_text(token + "\n")
+            (users_dir / f"{user}.token").chmod(0o600)
+            token_lines.append(f'{token},{user},uid-{index}-{user},"{",".join(groups)}"')
+            if user != "admin":
+                _kubeconfig(
+                    users_dir / f"{user}.kubeconfig", api_url, ca.pem, user, {"token": token}
+                )
+        tokens_csv = pki_dir / "tokens.csv"
+        tokens_csv.write_text("\n".join(token_lines) + "\n")
+        tokens_csv.chmod(0o600)
+
+        _kubeconfig(
+            self.cluster.admin_kubeconfig, api_url, ca.pem, "admin", _cert_credentials(admin_cert)
+        )
+        kcm_kubeconfig = self.state / "controller-manager.kubeconfig"
+        _kubeconfig(
+            kcm_kubeconfig, api_url, ca.pem, "controller-manager", _cert_credentials(kcm_cert)
+        )
+        scheduler_kubeconfig = self.state / "scheduler.kubeconfig"
+        _kubeconfig(
+            scheduler_kubeconfig, api_url, ca.pem, "scheduler", _cert_credentials(scheduler_cert)
+        )
+        kueue_kubeconfig = self.state / "kueue.kubeconfig"
+        _kubeconfig(
+            kueue_kubeconfig, api_url, ca.pem, "kueue-manager", _cert_credentials(kueue_cert)
+        )
+
+        progress.step("starting etcd")
+        etcd_log = self.launcher.logs / "etcd.log"
+        self.launcher.start(
+            "etcd",
+            [
+                str(bin_dir / "etcd"),
+                f"--data-dir={self.state / 'etcd'}",
+                f"--listen-client-url=http://127.0.0.1:{ports['etcd']}",
+                f"--listen-peer-url=http://127.0.0.1:{ports['etcd-peer']}",
+            ],
+        )
+        _wait(
+            "etcd /health",
+            lambda: b"true"
+            in urllib.request.urlopen(
+                f"http://127.0.0.1:{ports['etcd']}/health", timeout=3
+            ).read(),
+            60,
+            progress,
+            etcd_log,
+        )
+
+        progress.step("starting kube-apiserver")
+        apiserver_log = self.launcher.logs / "kube-apiserver.log"
+        self.launcher.start(
+            "kube-apiserver",
+            [
+                str(bin_dir / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={ports['apiserver']}",
+                f"--cert-dir={self.state / 'apiserver'}",
+                f"--tls-cert-file={apiserver_cert.cert}",
+                f"--tls-private-key-file={apiserver_cert.key}",
+                f"--client-ca-file={ca.pair.cert}",
+                f"--token-auth-file={tokens_csv}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={sa_keys.cert}",
+                f"--service-account-signing-key-file={sa_keys.key}",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--endpoint-reconciler-type=none",
+                "--allow-privileged=true",
+                "--profiling=false",
+                f"--requestheader-client-ca-file={front_proxy_ca.pair.cert}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-uid-headers=X-Remote-Uid",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={front_proxy_client.cert}",
+                f"--proxy-client-key-file={front_proxy_client.key}",
+            ],
+        )
+        context = ssl.create_default_context(cafile=str(ca.pair.cert))
+        context.load_cert_chain(str(admin_cert.cert), str(admin_cert.key))
+        _wait(
+            "kube-apiserver /readyz",
+            lambda: _https_ok(f"{api_url}/readyz", context),
+            120,
+            progress,
+            apiserver_log,
+        )
+        self._write_env(api_url)
+
+        progress.step("starting kube-controller-manager and kube-scheduler")
+        self.launcher.start(
+            "kube-controller-manager",
+            [
+                str(bin_dir / "kube-controller-manager"),
+                f"--kubeconfig={kcm_kubeconfig}",
+                f"--authentication-kubeconfig={kcm_kubeconfig}",
+                f"--authorization-kubeconfig={kcm_kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={ports['controller-manager']}",
+                "--leader-elect=false",
+                "--use-service-account-credentials=true",
+                f"--root-ca-file={ca.pair.cert}",
+                "--controllers=job-controller,serviceaccount-controller,"
+                "garbage-collector-controller,namespace-controller,"
+                "root-ca-certificate-publisher-controller",
+            ],
+        )
+        self.launcher.start(
+            "kube-scheduler",
+            [
+                str(bin_dir / "kube-scheduler"),
+                f"--kubeconfig={scheduler_kubeconfig}",
+                f"--authentication-kubeconfig={scheduler_kubeconfig}",
+                f"--authorization-kubeconfig={scheduler_kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={ports['scheduler']}",
+                "--leader-elect=false",
+            ],
+        )
+
+        progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
+        self._apply_documents("kueue-crds", _crds(kueue_dir, ports["kueue-webhook"], ca.pem))
+        self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self._apply_file(MANIFESTS / "10-tenancy.yaml")
+        self._apply_documents(
+            "kueue-webhooks", _webhook_configurations(kueue_dir, ports["kueue-webhook"], ca.pem)
+        )
+
+        progress.step("starting the Kueue manager")
+        kueue_config = self.state / "kueue" / "config.yaml"
+        kueue_config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                    "kind": "Configuration",
+                    "namespace": "kueue-system",
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue-health']}"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{ports['kueue-metrics']}"},
+                    "webhook": {
+                        "port": ports["kueue-webhook"],
+                        "host": "127.0.0.1",
+                        "certDir": str(kueue_certs / "webhook"),
+                    },
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "clientConnection": {"qps": 50, "burst": 100},
+                    "integrations": {"frameworks": ["batch/job"]},
+                    "visibilityServer": {
+                        "bindAddress": "127.0.0.1",
+                        "bindPort": ports["kueue-visibility"],
+                    },
+                }
+            )
+        )
+        kueue_log = self.launcher.logs / "kueue.log"
+        self.launcher.start(
+            "kueue", self._kueue_argv(bin_dir, kueue_config, kueue_kubeconfig, ports)
+        )
+        _wait(
+            "Kueue readyz",
+            lambda: urllib.request.urlopen(
+                f"http://127.0.0.1:{ports['kueue-health']}/readyz", timeout=3
+            ).status
+            == 200,
+            120,
+            progress,
+            kueue_log,
+        )
+        # A server-side dry run goes through Kueue's mutating and validating webhooks.
+        probe = yaml.safe_dump(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ResourceFlavor",
+                "metadata": {"name": "webhook-probe"},
+            }
+        )
+        _wait(
+            "Kueue webhooks to answer (server-side dry run)",
+            lambda: self._kubectl_stdin(["create", "--dry-run=server", "-f", "-"], probe),
+            60,
+            progress,
+            kueue_log,
+        )
+
+        progress.step(
+            "registering Kueue's visibility API (APIService -> ExternalName -> 127.0.0.1)"
+        )
+        self._apply_documents("kueue-visibility", self._visibility_api(ports, ca.pem))
+
+        progress.step("applying Nodes, flavors, cohorts and queues")
+        self._apply_file(MANIFESTS / "20-nodes.yaml")
+        self._mark_nodes_ready()
+        self._apply_file(MANIFESTS / "30-kueue-queues.yaml")
+        self._wait_default_service_accounts(("team-a", "team-b"))
+        self._wait_queues_active()
+
+        progress.step("applying scenario Jobs and waiting for Kueue and the scheduler to act")
+        self._apply_file(MANIFESTS / "40-jobs.yaml")
+        self._wait_workload_condition("team-a", "borrows-one-cpu", "Admitted")
+        self._apply_file(MANIFESTS / "50-jobs-after-borrowing.yaml")
+        self._simulate_kubelet()
+        self._wait_scenarios_settled()
+        _wait(
+            "visibility API (pending workloads of cq-small-2cpu)",
+            lambda: self.cluster.kubectl(
+                "get",
+                "--raw",
+                "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq-small-2cpu/pendingworkloads",
+                check=False,
+            ).returncode
+            == 0,
+            60,
+            progress,
+            kueue_log,
+        )
+
+        progress.step("writing the kueue-graphql server's ServiceAccount kubeconfig")
+        namespace, name = SERVER_SERVICE_ACCOUNT
+        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
+        _kubeconfig(
+            self.cluster.server_kubeconfig, api_url, ca.pem, f"{namespace}:{name}", {"token": token}
+        )
+        progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
+        return self.cluster
+
+    def _kueue_argv(
+        self, bin_dir: Path, config: Path, kubeconfig: Path, ports: dict[str, int]
+    ) -> list[str]:
+        # Kueue v0.17 reads its metrics and visibility serving certs from fixed absolute paths
+        # (/etc/kueue/metrics/certs, /visibility) when internal cert management is off. Rather
+        # than write there, each Kueue process gets a private mount namespace in which this
+        # cluster's own cert directories are bind-mounted over those paths. The empty mount
+        # points are created once if the machine lacks them.
+        kueue_certs = self.state / "kueue"
+        for mount_point in (Path("/etc/kueue/metrics/certs"), Path("/visibility")):
+            mount_point.mkdir(parents=True, exist_ok=True)
+        script = (
+            f"mount --bind {kueue_certs / 'metrics'} /etc/kueue/metrics/certs && "
+            f"mount --bind {kueue_certs / 'visibility'} /visibility && "
+            f"exec {bin_dir / 'kueue'} --config={config} --kubeconfig={kubeconfig} "
+            f"--visibility-server-port={ports['kueue-visibility']} --zap-log-level=info"
+        )
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+
+    def _visibility_api(self, ports: dict[str, int], ca_pem: bytes) -> list[Any]:
+        # The aggregator resolves an ExternalName Service to <externalName>:<APIService port>
+        # and verifies the serving cert against <service>.<namespace>.svc; Endpoints may not
+        # name loopback addresses, so this is how an aggregated API on 127.0.0.1 is reached.
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kueue-visibility-server", "namespace": "kueue-system"},
+            "spec": {"type": "ExternalName", "externalName": "localhost"},
+        }
+        documents: list[Any] = [service]
+        for version, priority in (("v1beta2", 200), ("v1beta1", 100)):
+            documents.append(
+                {
+                    "apiVersion": "apiregistration.k8s.io/v1",
+                    "kind": "APIService",
+                    "metadata": {"name": f"{version}.visibility.kueue.x-k8s.io"},
+                    "spec": {
+                        "group": "visibility.kueue.x-k8s.io",
+                        "version": version,
+                        "groupPriorityMinimum": 100,
+                        "versionPriority": priority,
+                        "service": {
+                            "name": "kueue-visibility-server",
+                            "namespace": "kueue-system",
+                            "port": ports["kueue-visibility"],
+                        },
+                        "caBundle": base64.b64encode(ca_pem).decode(),
+                    },
+                }
+            )
+        return documents
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _write_env(self, api_url: str) -> None:
+        lines = [
+            "# Written by tests/cluster/driver.py: kubectl settings for the test cluster.",
+            f"KUBECONFIG={self.cluster.admin_kubeconfig}",
+            f"KUBE_API_URL={api_url}",
+            f"KUBECTL={self.cluster.kubectl_bin}",
+            f"CLUSTER_STATE_DIR={self.state}",
+        ]
+        (self.state / "env").write_text("\n".join(lines) + "\n")
+
+    def _kubectl_stdin(self, args: list[str], text: str) -> bool:
+        result = subprocess.run(
+            [
+                str(self.cluster.kubectl_bin),
+                "--kubeconfig",
+                str(self.cluster.admin_kubeconfig),
+                *args,
+            ],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return result.returncode == 0
+
+    def _apply_documents(self, name: str, documents: list[Any]) -> None:
+        path = self.state / "applied" / f"{name}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+        self._apply_file(path)
+
+    def _apply_file(self, path: Path) -> None:
+        last_error = ""
+        # Fresh CRDs and webhooks can take a moment to be served; retry briefly.
+        for _ in range(30):
+            result = self.cluster.kubectl(
+                "apply", "--server-side", "--force-conflicts", "-f", str(path), check=False
+            )
+            if result.returncode == 0:
+                return
+            last_error = result.stderr.strip()
+            time.sleep(1)
+        raise ClusterError(f"applying {path.name} failed: {last_error}")
+
+    def _mark_nodes_ready(self) -> None:
+        for node in self.cluster.get_json("nodes")["items"]:
+            name = node["metadata"]["name"]
+            status = {
+                "status": {
+                    "capacity": node["status"].get("capacity", {}),
+                    "allocatable": node["status"].get("allocatable", {}),
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "KubeletReady",
+                            "message": "simulated by tests/cluster (there is no kubelet)",
+                        }
+                    ],
+                }
+            }
+            self.cluster.kubectl(
+                "patch",
+                "node",
+                name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                json.dumps(status),
+            )
+
+    def _wait_default_service_accounts(self, namespaces: tuple[str, ...]) -> None:
+        for namespace in namespaces:
+            _wait(
+                f"ServiceAccount default in {namespace}",
+                lambda ns=namespace: self.cluster.kubectl(  # type: ignore[misc]
+                    "get", "serviceaccount", "default", "-n", ns, check=False
+                ).returncode
+                == 0,
+                60,
+                self.progress,
+                self.launcher.logs / "kube-controller-manager.log",
+            )
+
+    def _wait_queues_active(self) -> None:
+        def active() -> bool:
+            queues = self.cluster.get_json("clusterqueues")["items"]
+            return len(queues) >= 7 and all(
+                _conditions(q).get("Active", {}).get("status") == "True" for q in queues
+            )
+
+        _wait("ClusterQueues Active", active, 60, self.progress, self.launcher.logs / "kueue.log")
+
+    def _workload_of(self, namespace: str, job: str) -> dict[str, Any] | None:
+        uid = self.cluster.get_json("job", job, "-n", namespace)["metadata"]["uid"]
+        items = self.cluster.get_json(
+            "workloads", "-n", namespace, "-l", f"kueue.x-k8s.io/job-uid={uid}"
+        )["items"]
+        return items[0] if items else None
+
+    def _wait_workload_condition(self, namespace: str, job: str, condition: str) -> None:
+        def holds() -> bool:
+            workload = self._workload_of(namespace, job)
+            return bool(
+                workload and _conditions(workload).get(condition, {}).get("status") == "True"
+            )
+
+        _wait(
+            f"Workload of {namespace}/{job} to be {condition}",
+            holds,
+            120,
+            self.progress,
+            self.launcher.logs / "kueue.log",
+        )
+
+    def _simulate_kubelet(self) -> None:
+        """Move bound Pods of the chosen Jobs to Running or Succeeded, as a kubelet would."""
+        for (namespace, job), phase in SIMULATED_KUBELET.items():
+
+            def bound_pods(ns: str = namespace, j: str = job) -> list[dict[str, Any]]:
+                pods = self.cluster.get_json("pods", "-n", ns, "-l", f"job-name={j}")["items"]
+                return [p for p in pods if p["spec"].get("nodeName")]
+
+            _wait(
+                f"Pods of {namespace}/{job} to be bound to a Node",
+                lambda: bool(bound_pods()),
+                120,
+                self.progress,
+                self.launcher.logs / "kube-scheduler.log",
+            )
+            for pod in bound_pods():
+                self._set_pod_phase(pod, phase)
+
+    def _set_pod_phase(self, pod: dict[str, Any], phase: str) -> None:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        container = pod["spec"]["containers"][0]
+        if phase == "Running":
+            state: dict[str, Any] = {"running": {"startedAt": now}}
+            ready = "True"
+        else:
+            state = {
+                "terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": now,
+                    "finishedAt": now,
+                }
+            }
+            ready = "False"
+        conditions = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+            {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+            {"type": "ContainersReady", "status": ready, "lastTransitionTime": now},
+            {"type": "Ready", "status": ready, "lastTransitionTime": now},
+        ]
+        status = {
+            "status": {
+                "phase": phase,
+                "startTime": now,
+                "hostIP": "127.0.0.1",
+                "podIP": "127.0.0.1",
+                "conditions": conditions,
+                "containerStatuses": [
+                    {
+                        "name": container["name"],
+                        "image": container["image"],
+                        "imageID": "",
+                        "ready": ready == "True",
+                        "restartCount": 0,
+                        "started": phase == "Running",
+                        "state": state,
+                    }
+                ],
+            }
+        }
+        self.cluster.kubectl(
+            "patch",
+            "pod",
+            pod["metadata"]["name"],
+            "-n",
+            pod["metadata"]["namespace"],
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(status),
+        )
+
+    def _wait_scenarios_settled(self) -> None:
+        cluster = self.cluster
+
+        def quota_reserved_false_with_message(job: str) -> Callable[[], bool]:
+            def check() -> bool:
+                workload = self._workload_of("team-a", job)
+                condition = _conditions(workload or {}).get("QuotaReserved", {})
+                return condition.get("status") == "False" and bool(condition.get("message"))
+
+            return check
+
+        def pod_unschedulable() -> bool:
+            pods = cluster.get_json(
+                "pods", "-n", "team-a", "-l", "job-name=admitted-but-unschedulable"
+            )
+            return any(
+                _conditions(p).get("PodScheduled", {}).get("reason") == "Unschedulable"
+                for p in pods["items"]
+            )
+
+        def workload_exists_for(job: str) -> Callable[[], bool]:
+            return lambda: self._workload_of("team-a", job) is not None
+
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            (
+                "too-big-3x1cpu is refused quota",
+                quota_reserved_false_with_message("too-big-3x1cpu"),
+            ),
+            (
+                "no-spot-toleration gets no flavor",
+                quota_reserved_false_with_message("no-spot-toleration"),
+            ),
+            (
+                "over-borrowing-limit waits",
+                quota_reserved_false_with_message("over-borrowing-limit"),
+            ),
+            (
+                "waits-on-stopped-queue has a Workload",
+                workload_exists_for("waits-on-stopped-queue"),
+            ),
+            (
+                "waits-on-missing-clusterqueue has a Workload",
+                workload_exists_for("waits-on-missing-clusterqueue"),
+            ),
+            ("admitted-but-unschedulable Pod is Unschedulable", pod_unschedulable),
+        ]
+        for what, check in checks:
+            _wait(what, check, 120, self.progress, self.launcher.logs / "kueue.log")
+        self._wait_workload_condition("team-a", "finished-ok", "Finished")
+        self._wait_workload_condition("team-a", "healthy-running", "Admitted")
+
+
+def up(state_dir: Path = DEFAULT_STATE_DIR, tie_to_parent: bool = False) -> Cluster:
+    """Start a fresh control plane (stopping leftovers of an earlier one first)."""
+    progress = Progress()
+    if state_dir.exists():
+        progress.step(f"removing leftovers of an earlier cluster in {state_dir}")
+        down(state_dir, quiet=True)
+    state_dir.mkdir(parents=True)
+    try:
+        return _Starter(state_dir, progress, tie_to_parent).run()
+    except BaseException:
+        progress.step(f"start failed; logs are in {state_dir / 'logs'}; stopping what started")
+        stop_processes(state_dir)
+        raise
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _belongs_to(pid: int, state_dir: Path) -> bool:
+    """Guard against a recycled pid: our processes were started with cwd = state_dir."""
+    try:
+        return Path(f"/proc/{pid}/cwd").resolve() == state_dir.resolve()
+    except OSError:
+        return False
+
+
+def stop_processes(state_dir: Path) -> list[str]:
+    pid_file = state_dir / "pids.json"
+    if not pid_file.exists():
+        return []
+    recorded = json.loads(pid_file.read_text())
+    stopped = []
+    # Reverse start order: Kueue and the controllers before the API server, etcd last.
+    for entry in reversed(recorded):
+        pid = int(entry["pid"])
+        if not _process_alive(pid) or not _belongs_to(pid, state_dir):
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while _process_alive(pid) and time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.1)
+        if _process_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        stopped.append(entry["name"])
+    pid_file.unlink()
+    return stopped
+
+
+def down(state_dir: Path = DEFAULT_STATE_DIR, quiet: bool = False) -> None:
+    stopped = stop_processes(state_dir)
+    if state_dir.exists():
+        shutil.rmtree(state_dir)
+    if not quiet:
+        names = ", ".join(stopped) if stopped else "nothing was running"
+        sys.stderr.write(f"[cluster] stopped: {names}; removed {state_dir}\n")
+
+
+@contextlib.contextmanager
+def running_cluster(state_dir: Path = DEFAULT_STATE_DIR) -> Iterator[Cluster]:
+    """Reuse a healthy cluster (e.g. from `make cluster-up`), else start one and stop it after."""
+    existing = Cluster(state_dir)
+    if existing.is_healthy():
+        sys.stderr.write(f"[cluster] reusing the running control plane in {state_dir}\n")
+        yield existing
+        return
+    cluster = up(state_dir, tie_to_parent=True)
+    try:
+        yield cluster
+    finally:
+        down(state_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    command = args[0] if args else "status"
+    state_dir = Path(os.environ.get("KUEUE_GRAPHQL_CLUSTER_DIR", DEFAULT_STATE_DIR))
+    if command == "up":
+        cluster = up(state_dir)
+        print(f"KUBECONFIG={cluster.admin_kubeconfig}")
+        print(f"KUBE_API_URL={cluster.api_url}")
+        print(f"kubectl: {cluster.kubectl_bin}   users: {', '.join(USERS)} ({state_dir / 'users'})")
+        return 0
+    if command == "down":
+        down(state_dir)
+        return 0
+    if command == "status":
+        healthy = Cluster(state_dir).is_healthy()
+        print("up" if healthy else "down")
+        return 0 if healthy else 1
+    if command == "build":
+        progress = Progress()
+        build.ensure_built(build.KUBE, progress)
+        build.ensure_built(build.KUEUE, progress)
+        return 0
+    sys.stderr.write("usage: python -m tests.cluster.driver up|down|status|build\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
