@@ -443,9 +443,7 @@ class _Starter:
         _wait(
             "etcd /health",
             lambda: b"true"
-            in urllib.request.urlopen(
-                f"http://127.0.0.1:{ports['etcd']}/health", timeout=3
-            ).read(),
+            in urllib.request.urlopen(f"http://127.0.0.1:{ports['etcd']}/health", timeout=3).read(),
             60,
             progress,
             etcd_log,
