@@ -1,0 +1,49 @@
+"""Why is my job waiting? A pure diagnosis of Kueue's admission path.
+
+Functions here take Kubernetes objects already read as the calling user (see
+`DiagnosisInput`) and do no I/O, so the GraphQL API and the CLI share them.
+"""
+
+from kueue_graphql.diagnosis.diagnose import diagnose
+from kueue_graphql.diagnosis.model import (
+    Absent,
+    Diagnosis,
+    DiagnosisInput,
+    ForbiddenError,
+    KubeObject,
+    Layer,
+    Number,
+    ObjectRef,
+    Observed,
+    PodSchedulingProblem,
+    QueuePosition,
+    QuotaLine,
+    QuotaReport,
+    Reason,
+    ReasonSource,
+    Stage,
+    Verdict,
+    Visibility,
+)
+
+__all__ = [
+    "Absent",
+    "Diagnosis",
+    "DiagnosisInput",
+    "ForbiddenError",
+    "KubeObject",
+    "Layer",
+    "Number",
+    "ObjectRef",
+    "Observed",
+    "PodSchedulingProblem",
+    "QueuePosition",
+    "QuotaLine",
+    "QuotaReport",
+    "Reason",
+    "ReasonSource",
+    "Stage",
+    "Verdict",
+    "Visibility",
+    "diagnose",
+]

@@ -1,0 +1,786 @@
+"""The verdict: stage, layer, blocking object and reasons, from already-loaded objects.
+
+Order of questions, as the admission path runs: is the object under Kueue at all; has Kueue
+made a Workload; has the Workload finished, been deactivated, evicted or preempted; does it
+hold a quota reservation; are its admission checks satisfied; are its Pods placed by
+kube-scheduler; are they running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from kueue_graphql.diagnosis.messages import (
+    GRANULAR_PENDING_REASONS,
+    parse_kueue_message,
+)
+from kueue_graphql.diagnosis.model import (
+    Absent,
+    Diagnosis,
+    DiagnosisInput,
+    ForbiddenError,
+    KubeObject,
+    Layer,
+    Number,
+    ObjectRef,
+    PodSchedulingProblem,
+    QueuePosition,
+    QuotaReport,
+    Reason,
+    ReasonSource,
+    Stage,
+    Verdict,
+    Visibility,
+)
+from kueue_graphql.diagnosis.objects import (
+    QUEUE_NAME_ANNOTATION,
+    QUEUE_NAME_LABEL,
+    condition,
+    condition_true,
+    dig,
+    event_message,
+    events_for,
+    items,
+    labels,
+    mapping,
+    name,
+    namespace,
+    ref,
+    text,
+    uid,
+)
+from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem, pods_of
+from kueue_graphql.diagnosis.quantity import format_quantity
+from kueue_graphql.diagnosis.quota import assess_quota
+from kueue_graphql.diagnosis.remedies import commands_for, next_steps_for
+from kueue_graphql.diagnosis.requests import workload_requests
+
+__all__ = ["diagnose"]
+
+_PENDING_EVENT_REASONS = {"Pending", "Inadmissible", *GRANULAR_PENDING_REASONS}
+
+
+def _known(value: object) -> KubeObject | None:
+    if isinstance(value, ForbiddenError | Absent) or value is None:
+        return None
+    assert isinstance(value, dict) or hasattr(value, "get")
+    return value  # type: ignore[return-value]
+
+
+def _known_list(value: object) -> Sequence[KubeObject] | None:
+    if isinstance(value, ForbiddenError | Absent) or value is None:
+        return None
+    return value  # type: ignore[return-value]
+
+
+def _queue_name(owner: KubeObject | None, workload: KubeObject | None) -> str | None:
+    if workload is not None:
+        queue = text(workload, "spec", "queueName")
+        if queue:
+            return queue
+    if owner is not None:
+        value = labels(owner).get(QUEUE_NAME_LABEL) or mapping(
+            owner, "metadata", "annotations"
+        ).get(QUEUE_NAME_ANNOTATION)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _dedupe(reasons: Sequence[Reason]) -> tuple[Reason, ...]:
+    seen: set[tuple[str, str | None, str | None, str | None, ObjectRef | None]] = set()
+    out = []
+    for r in reasons:
+        key = (r.code, r.resource, r.flavor, r.pod_set, r.object)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(r)
+    return tuple(out)
+
+
+class _Context:
+    """The input with markers resolved, plus names derived once."""
+
+    def __init__(self, inp: DiagnosisInput) -> None:
+        self.inp = inp
+        self.owner = _known(inp.owner)
+        self.workload = _known(inp.workload)
+        self.events = _known_list(inp.events) or []
+        self.local_queue = _known(inp.local_queue)
+        self.cluster_queue = _known(inp.cluster_queue)
+        self.namespace = (
+            namespace(self.workload)
+            if self.workload is not None
+            else (namespace(self.owner) if self.owner is not None else None)
+        )
+        self.queue_name = _queue_name(self.owner, self.workload)
+        admitted_cq = text(self.workload, "status", "admission", "clusterQueue")
+        self.cq_name = (
+            admitted_cq
+            or (text(self.local_queue, "spec", "clusterQueue") if self.local_queue else None)
+            or (name(self.cluster_queue) if self.cluster_queue else None)
+        )
+        all_pods = _known_list(inp.pods)
+        self.pods_readable = all_pods is not None
+        self.pods = pods_of(self.owner, self.workload, all_pods or [])
+
+    def lq_ref(self) -> ObjectRef | None:
+        if not self.queue_name:
+            return None
+        return ObjectRef("LocalQueue", self.queue_name, self.namespace, "kueue.x-k8s.io/v1beta2")
+
+    def cq_ref(self) -> ObjectRef | None:
+        if not self.cq_name:
+            return None
+        return ObjectRef("ClusterQueue", self.cq_name, None, "kueue.x-k8s.io/v1beta2")
+
+    def cohort_ref(self) -> ObjectRef | None:
+        if self.cluster_queue is None:
+            return None
+        cohort = text(self.cluster_queue, "spec", "cohortName")
+        return ObjectRef("Cohort", cohort, None, "kueue.x-k8s.io/v1beta2") if cohort else None
+
+    def workload_events(self) -> list[KubeObject]:
+        if self.workload is None:
+            return []
+        return list(events_for(self.events, "Workload", name(self.workload), uid(self.workload)))
+
+
+def diagnose(inp: DiagnosisInput) -> Diagnosis:
+    """Diagnose one Workload (or the owner object that should have one)."""
+    ctx = _Context(inp)
+    if ctx.workload is None:
+        return _without_workload(ctx)
+    wl = ctx.workload
+    if condition_true(wl, "Finished"):
+        return _finished(ctx)
+    if dig(wl, "spec", "active") is False:
+        return _deactivated(ctx)
+    if condition_true(wl, "Evicted"):
+        return _evicted(ctx)
+    if not condition_true(wl, "QuotaReserved"):
+        return _waiting_for_quota(ctx)
+    if not condition_true(wl, "Admitted"):
+        return _waiting_for_checks(ctx)
+    return _admitted(ctx)
+
+
+def _build(
+    ctx: _Context,
+    stage: Stage,
+    layer: Layer,
+    summary: str,
+    blocking: ObjectRef | None,
+    reasons: Sequence[Reason],
+    quota: QuotaReport | None = None,
+    pods: Sequence[PodSchedulingProblem] = (),
+) -> Diagnosis:
+    reasons = _dedupe(reasons)
+    if quota is None:
+        quota = QuotaReport(visibility=Visibility.NOT_APPLICABLE, cluster_queue=ctx.cq_name)
+    position = _queue_position(ctx, stage)
+    diagnosis = Diagnosis(
+        stage=stage,
+        layer=layer,
+        summary=summary,
+        workload=ref(ctx.workload, "Workload") if ctx.workload is not None else None,
+        owner=ref(ctx.owner) if ctx.owner is not None else _owner_from_workload(ctx.workload),
+        local_queue=ctx.queue_name,
+        cluster_queue=ctx.cq_name,
+        blocking_object=blocking,
+        reasons=reasons,
+        quota=quota,
+        pods=tuple(pods),
+        queue_position=position,
+        next_steps=(),
+        commands=(),
+    )
+    return replace(
+        diagnosis,
+        next_steps=tuple(next_steps_for(diagnosis, ctx.cluster_queue)),
+        commands=tuple(commands_for(diagnosis)),
+    )
+
+
+def _owner_from_workload(workload: KubeObject | None) -> ObjectRef | None:
+    if workload is None:
+        return None
+    for owner_ref in items(workload, "metadata", "ownerReferences"):
+        if owner_ref.get("controller"):
+            return ObjectRef(
+                kind=str(owner_ref.get("kind") or ""),
+                name=str(owner_ref.get("name") or ""),
+                namespace=namespace(workload),
+                api_version=str(owner_ref.get("apiVersion") or "") or None,
+            )
+    return None
+
+
+def _queue_position(ctx: _Context, stage: Stage) -> QueuePosition:
+    if stage not in (Stage.WAITING_FOR_QUOTA_RESERVATION, Stage.EVICTED, Stage.PREEMPTED):
+        return QueuePosition(visibility=Visibility.NOT_APPLICABLE)
+    raw = ctx.inp.queue_position
+    if isinstance(raw, ForbiddenError):
+        return QueuePosition(visibility=Visibility.FORBIDDEN, detail=raw.detail)
+    if isinstance(raw, Absent):
+        return QueuePosition(visibility=Visibility.ABSENT, detail=raw.detail)
+
+    def _int(key: str) -> int | None:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    return QueuePosition(
+        visibility=Visibility.AVAILABLE,
+        position_in_cluster_queue=_int("positionInClusterQueue"),
+        position_in_local_queue=_int("positionInLocalQueue"),
+        priority=_int("priority"),
+    )
+
+
+# -- no Workload --------------------------------------------------------------------------
+
+
+def _pods_layer(ctx: _Context) -> tuple[Stage, Layer, list[PodSchedulingProblem]]:
+    pending = [p for p in ctx.pods if text(p, "status", "phase") in (None, "Pending")]
+    problems = [pod_problem(p, ctx.events) for p in pending]
+    if any(is_unscheduled(p) for p in pending):
+        return Stage.ADMITTED_PODS_PENDING, Layer.SCHEDULER, problems
+    return Stage.RUNNING, Layer.RUNTIME, problems
+
+
+def _without_workload(ctx: _Context) -> Diagnosis:
+    if isinstance(ctx.inp.workload, ForbiddenError):
+        reason = Reason(
+            "WorkloadNotReadable",
+            "you may not read the Workload of this object, so Kueue's verdict is hidden",
+            ReasonSource.OBJECT,
+        )
+        suspended = dig(ctx.owner, "spec", "suspend") is True
+        stage = Stage.WAITING_FOR_QUOTA_RESERVATION if suspended else Stage.RUNNING
+        layer = Layer.KUEUE if suspended else Layer.RUNTIME
+        return _build(ctx, stage, layer, reason.message, ctx.lq_ref(), [reason])
+    if ctx.owner is None:
+        reason = Reason(
+            "NotFoundError", "neither the object nor its Workload exists", ReasonSource.OBJECT
+        )
+        return _build(ctx, Stage.NO_WORKLOAD_YET, Layer.KUEUE, reason.message, None, [reason])
+    owner_ref = ref(ctx.owner)
+    if not ctx.queue_name:
+        _, layer, problems = _pods_layer(ctx)
+        reason = Reason(
+            "NoQueueName",
+            f"{owner_ref.kind} {owner_ref.name} has no {QUEUE_NAME_LABEL} label, so Kueue does "
+            "not manage it; kube-scheduler places its Pods directly",
+            ReasonSource.OBJECT,
+            object=owner_ref,
+        )
+        return _build(ctx, Stage.NOT_MANAGED, layer, reason.message, None, [reason], pods=problems)
+    reasons = [
+        Reason(
+            "NoWorkload",
+            f"{owner_ref.kind} {owner_ref.name} names LocalQueue {ctx.queue_name} but Kueue has "
+            "not created a Workload for it yet",
+            ReasonSource.OBJECT,
+            object=owner_ref,
+        )
+    ]
+    for event in events_for(ctx.events, owner_ref.kind, owner_ref.name, uid(ctx.owner)):
+        if text(event, "type") == "Warning":
+            reasons.append(
+                Reason(
+                    str(text(event, "reason") or "Warning"),
+                    event_message(event),
+                    ReasonSource.EVENT,
+                    object=owner_ref,
+                )
+            )
+    reasons.extend(_queue_object_reasons(ctx))
+    return _build(
+        ctx,
+        Stage.NO_WORKLOAD_YET,
+        Layer.KUEUE,
+        reasons[0].message,
+        _blocking_for(ctx, reasons) or ctx.lq_ref(),
+        reasons,
+    )
+
+
+# -- finished / deactivated / evicted ------------------------------------------------------
+
+
+def _condition_reason(
+    wl: KubeObject, type_: str, code: str | None = None, obj: ObjectRef | None = None
+) -> Reason | None:
+    cond = condition(wl, type_)
+    if cond is None:
+        return None
+    kueue_reason = str(cond.get("reason") or "")
+    return Reason(
+        code=code or kueue_reason or type_,
+        message=str(cond.get("message") or ""),
+        source=ReasonSource.CONDITION,
+        kueue_reason=kueue_reason or None,
+        object=obj,
+    )
+
+
+def _finished(ctx: _Context) -> Diagnosis:
+    assert ctx.workload is not None
+    reason = _condition_reason(ctx.workload, "Finished")
+    assert reason is not None
+    failed = reason.kueue_reason == "Failed"
+    stage = Stage.FINISHED_FAILED if failed else Stage.FINISHED_SUCCEEDED
+    summary = f"finished: {reason.message or reason.kueue_reason}"
+    return _build(ctx, stage, Layer.RUNTIME, summary, None, [reason])
+
+
+def _admission_check_reasons(ctx: _Context) -> list[Reason]:
+    assert ctx.workload is not None
+    out = []
+    for check in items(ctx.workload, "status", "admissionChecks"):
+        state = str(check.get("state") or "Pending")
+        if state == "Ready":
+            continue
+        check_name = str(check.get("name") or "")
+        out.append(
+            Reason(
+                code=f"AdmissionCheck{state}",
+                message=str(check.get("message") or f"admission check {check_name} is {state}"),
+                source=ReasonSource.CONDITION,
+                kueue_reason=state,
+                object=ObjectRef("AdmissionCheck", check_name, None, "kueue.x-k8s.io/v1beta2"),
+            )
+        )
+    return out
+
+
+def _deactivated(ctx: _Context) -> Diagnosis:
+    assert ctx.workload is not None
+    reasons: list[Reason] = []
+    for type_ in ("Evicted", "DeactivationTarget", "Requeued"):
+        cond = condition(ctx.workload, type_)
+        if cond is not None and cond.get("status") == "True":
+            r = _condition_reason(ctx.workload, type_)
+            if r is not None:
+                reasons.append(r)
+    checks = [r for r in _admission_check_reasons(ctx) if r.kueue_reason == "Rejected"]
+    reasons.extend(checks)
+    if not reasons:
+        reasons.append(
+            Reason(
+                "Deactivated",
+                "spec.active is false: Kueue will not admit the Workload until it is reactivated",
+                ReasonSource.OBJECT,
+            )
+        )
+    blocking = checks[0].object if checks else ref(ctx.workload, "Workload")
+    summary = "deactivated (spec.active=false): " + reasons[0].message
+    return _build(ctx, Stage.DEACTIVATED, Layer.KUEUE, summary, blocking, reasons)
+
+
+_EVICTION_OBJECTS = {
+    "ClusterQueueStopped": "ClusterQueue",
+    "LocalQueueStopped": "LocalQueue",
+    "AdmissionCheck": "AdmissionCheck",
+}
+
+
+def _evicted(ctx: _Context) -> Diagnosis:
+    assert ctx.workload is not None
+    evicted = _condition_reason(ctx.workload, "Evicted")
+    assert evicted is not None
+    reasons = [evicted]
+    preempted = condition_true(ctx.workload, "Preempted") or evicted.kueue_reason == "Preempted"
+    blocking: ObjectRef | None = ctx.cq_ref()
+    if preempted:
+        p = _condition_reason(ctx.workload, "Preempted")
+        if p is not None and condition_true(ctx.workload, "Preempted"):
+            in_cohort = (p.kueue_reason or "").startswith("InCohort")
+            if in_cohort and ctx.cohort_ref() is not None:
+                blocking = ctx.cohort_ref()
+            reasons.append(replace(p, object=blocking))
+    else:
+        kind = _EVICTION_OBJECTS.get((evicted.kueue_reason or "").split("DueTo")[0])
+        if kind == "LocalQueue":
+            blocking = ctx.lq_ref()
+        elif kind == "AdmissionCheck":
+            checks = _admission_check_reasons(ctx)
+            reasons.extend(checks)
+            blocking = checks[0].object if checks else blocking
+        elif (evicted.kueue_reason or "").startswith("PodsReadyTimeout") and ctx.pods:
+            blocking = ref(ctx.pods[0], "Pod")
+    if not condition_true(ctx.workload, "QuotaReserved"):
+        reasons.extend(_pending_reasons(ctx))
+    stage = Stage.PREEMPTED if preempted else Stage.EVICTED
+    verb = "preempted" if preempted else "evicted"
+    summary = f"{verb} ({evicted.kueue_reason}): {evicted.message}"
+    requeue = mapping(ctx.workload, "status", "requeueState")
+    if requeue.get("requeueAt"):
+        summary += f"; requeued at {requeue['requeueAt']}"
+    return _build(ctx, stage, Layer.KUEUE, summary, blocking, reasons, _quota(ctx))
+
+
+# -- waiting for quota ---------------------------------------------------------------------
+
+
+def _pending_reasons(ctx: _Context) -> list[Reason]:
+    """Reasons from QuotaReserved=False and the latest pending-type event."""
+    assert ctx.workload is not None
+    out: list[Reason] = []
+    cond = condition(ctx.workload, "QuotaReserved")
+    cond_message = ""
+    if cond is not None and cond.get("status") != "True":
+        cond_message = str(cond.get("message") or "")
+        out.extend(
+            parse_kueue_message(
+                cond_message, str(cond.get("reason") or "") or None, ReasonSource.CONDITION
+            )
+        )
+    pending_events = [
+        e for e in ctx.workload_events() if text(e, "reason") in _PENDING_EVENT_REASONS
+    ]
+    if pending_events:
+        latest = pending_events[-1]
+        message = event_message(latest)
+        if message and message != cond_message:
+            out.extend(parse_kueue_message(message, text(latest, "reason"), ReasonSource.EVENT))
+    gated = condition(ctx.workload, "BlockedOnPreemptionGates")
+    if gated is not None and gated.get("status") == "True":
+        r = _condition_reason(ctx.workload, "BlockedOnPreemptionGates")
+        if r is not None:
+            out.append(r)
+    return out
+
+
+def _queue_object_reasons(ctx: _Context) -> list[Reason]:
+    """What the queue objects themselves say, whether or not Kueue wrote it on the Workload."""
+    out: list[Reason] = []
+    lq_ref = ctx.lq_ref()
+    if ctx.queue_name and isinstance(ctx.inp.local_queue, Absent):
+        out.append(
+            Reason(
+                "LocalQueueNotFound",
+                f"LocalQueue {ctx.queue_name} does not exist in namespace {ctx.namespace}",
+                ReasonSource.OBJECT,
+                object=lq_ref,
+            )
+        )
+    if ctx.local_queue is not None:
+        stop = text(ctx.local_queue, "spec", "stopPolicy")
+        if stop and stop != "None":
+            out.append(
+                Reason(
+                    "LocalQueueStopped",
+                    f"LocalQueue {ctx.queue_name} has stopPolicy {stop}",
+                    ReasonSource.OBJECT,
+                    object=lq_ref,
+                )
+            )
+        active = condition(ctx.local_queue, "Active")
+        if active is not None and active.get("status") == "False":
+            lq_reason = str(active.get("reason") or "")
+            code = {
+                "Stopped": "LocalQueueStopped",
+                "ClusterQueueDoesNotExist": "ClusterQueueNotFound",
+                "ClusterQueueIsInactive": "ClusterQueueInactive",
+            }.get(lq_reason, "LocalQueueInactive")
+            out.append(
+                Reason(
+                    code,
+                    f"LocalQueue {ctx.queue_name} is not active ({lq_reason}): "
+                    f"{active.get('message') or ''}".rstrip(": "),
+                    ReasonSource.OBJECT,
+                    kueue_reason=lq_reason or None,
+                    object=ctx.cq_ref() if code.startswith("ClusterQueue") else lq_ref,
+                )
+            )
+    cq_ref = ctx.cq_ref()
+    if ctx.cq_name and isinstance(ctx.inp.cluster_queue, Absent):
+        out.append(
+            Reason(
+                "ClusterQueueNotFound",
+                f"ClusterQueue {ctx.cq_name} does not exist",
+                ReasonSource.OBJECT,
+                object=cq_ref,
+            )
+        )
+    if ctx.cluster_queue is not None:
+        stop = text(ctx.cluster_queue, "spec", "stopPolicy")
+        if stop and stop != "None":
+            out.append(
+                Reason(
+                    "ClusterQueueStopped",
+                    f"ClusterQueue {ctx.cq_name} has stopPolicy {stop}",
+                    ReasonSource.OBJECT,
+                    object=cq_ref,
+                )
+            )
+        active = condition(ctx.cluster_queue, "Active")
+        if active is not None and active.get("status") == "False":
+            out.append(
+                Reason(
+                    "ClusterQueueInactive",
+                    f"ClusterQueue {ctx.cq_name} is not active ({active.get('reason')}): "
+                    f"{active.get('message') or ''}",
+                    ReasonSource.OBJECT,
+                    kueue_reason=str(active.get("reason") or "") or None,
+                    object=cq_ref,
+                )
+            )
+    return out
+
+
+def _quota(ctx: _Context) -> QuotaReport:
+    if ctx.workload is None:
+        return QuotaReport(visibility=Visibility.NOT_APPLICABLE)
+    if not ctx.cq_name:
+        if isinstance(ctx.inp.local_queue, ForbiddenError):
+            return QuotaReport(
+                visibility=Visibility.FORBIDDEN, detail="you may not read the LocalQueue"
+            )
+        return QuotaReport(
+            visibility=Visibility.ABSENT, detail="the Workload's ClusterQueue is not known"
+        )
+    if isinstance(ctx.inp.cluster_queue, ForbiddenError):
+        return QuotaReport(
+            visibility=Visibility.FORBIDDEN,
+            cluster_queue=ctx.cq_name,
+            detail=f"you may not read ClusterQueue {ctx.cq_name}",
+        )
+    if ctx.cluster_queue is None:
+        return QuotaReport(
+            visibility=Visibility.ABSENT,
+            cluster_queue=ctx.cq_name,
+            detail=f"ClusterQueue {ctx.cq_name} does not exist",
+        )
+    return assess_quota(
+        cluster_queue=ctx.cluster_queue,
+        requests=workload_requests(ctx.workload),
+        holds_reservation=condition_true(ctx.workload, "QuotaReserved"),
+        cluster_queues=_known_list(ctx.inp.cluster_queues),
+        cohorts=_known_list(ctx.inp.cohorts),
+    )
+
+
+_QUEUE_CODES = ("LocalQueueNotFound", "LocalQueueStopped", "LocalQueueInactive")
+_CQ_CODES = ("ClusterQueueNotFound", "ClusterQueueStopped", "ClusterQueueInactive")
+_FLAVOR_CODES = ("UntoleratedFlavorTaint", "FlavorNodeAffinityMismatch", "FlavorNotFound")
+
+
+def _blocking_for(
+    ctx: _Context, reasons: Sequence[Reason], quota: QuotaReport | None = None
+) -> ObjectRef | None:
+    codes = [r.code for r in reasons]
+    for r in reasons:
+        if r.code in _QUEUE_CODES:
+            return ctx.lq_ref() or r.object
+    for r in reasons:
+        if r.code == "ClusterQueueNotFound":
+            # The LocalQueue is what names the missing ClusterQueue: that is what to fix.
+            return ctx.lq_ref() or r.object
+    for r in reasons:
+        if r.code in _CQ_CODES or r.code == "NamespaceNotSelected":
+            return ctx.cq_ref() or r.object
+    quota_codes = {"ExceedsMaxQuota", "WaitingForQuota"}
+    if quota is not None and quota.lines:
+        limits = [
+            line.limited_by
+            for line in quota.lines
+            if line.verdict in (Verdict.NEVER_FITS, Verdict.MUST_WAIT)
+        ]
+        flavor_only = all(c in _FLAVOR_CODES for c in codes if c != "Unrecognized") and any(
+            c in _FLAVOR_CODES for c in codes
+        )
+        if limits and not flavor_only and quota.verdict != Verdict.FITS_NOW:
+            if "COHORT" in limits and "BORROWING_LIMIT" not in limits and ctx.cohort_ref():
+                return ctx.cohort_ref()
+            return ctx.cq_ref()
+    for r in reasons:
+        if r.code in _FLAVOR_CODES and r.object is not None:
+            return r.object
+    if any(c in quota_codes for c in codes):
+        return ctx.cq_ref()
+    return None
+
+
+def _waiting_for_quota(ctx: _Context) -> Diagnosis:
+    reasons = _pending_reasons(ctx) + _queue_object_reasons(ctx)
+    quota = _quota(ctx)
+    reasons = _annotate_with_quota(reasons, quota)
+    if not reasons:
+        reasons.append(
+            Reason(
+                "NotYetEvaluated",
+                "Kueue has not written a reason yet: the Workload is queued and waits for its "
+                "first scheduling attempt",
+                ReasonSource.OBJECT,
+                object=ctx.lq_ref(),
+            )
+        )
+    blocking = _blocking_for(ctx, reasons, quota) or ctx.cq_ref() or ctx.lq_ref()
+    summary = _quota_summary(reasons, quota)
+    return _build(
+        ctx, Stage.WAITING_FOR_QUOTA_RESERVATION, Layer.KUEUE, summary, blocking, reasons, quota
+    )
+
+
+def _annotate_with_quota(reasons: list[Reason], quota: QuotaReport) -> list[Reason]:
+    """Add the ClusterQueue's nominal quota to quota reasons, where the caller may read it."""
+    out = []
+    for r in reasons:
+        if r.code in ("ExceedsMaxQuota", "WaitingForQuota") and quota.lines:
+            line = next(
+                (x for x in quota.lines if x.flavor == r.flavor and x.resource == r.resource),
+                None,
+            )
+            if line is not None:
+                extra = [Number("nominalQuota", line.nominal_quota, _q(line.nominal_quota))]
+                if r.number("requested") is None:
+                    extra.append(Number("requested", line.requested, _q(line.requested)))
+                if line.borrowing_limit is not None:
+                    extra.append(
+                        Number("borrowingLimit", line.borrowing_limit, _q(line.borrowing_limit))
+                    )
+                extra.append(Number("reserved", line.reserved, _q(line.reserved)))
+                r = replace(r, numbers=r.numbers + tuple(extra))
+        out.append(r)
+    return out
+
+
+def _q(value: object) -> str:
+    from fractions import Fraction
+
+    return format_quantity(value) if isinstance(value, Fraction) else str(value)
+
+
+def _quota_summary(reasons: Sequence[Reason], quota: QuotaReport) -> str:
+    first = reasons[0]
+    if first.code == "ExceedsMaxQuota":
+        req, cap = first.number("requested"), first.number("maximumCapacity")
+        if req is not None and cap is not None:
+            return (
+                f"needs {format_quantity(req)} {first.resource} at once in flavor {first.flavor}, "
+                f"more than the {format_quantity(cap)} its ClusterQueue can ever provide"
+            )
+    if first.code == "WaitingForQuota":
+        more = first.number("moreNeeded")
+        if more is not None:
+            return (
+                f"waits for quota: {format_quantity(more)} more {first.resource} must be free "
+                f"in flavor {first.flavor}"
+            )
+    return first.message
+
+
+# -- admission checks ----------------------------------------------------------------------
+
+
+def _waiting_for_checks(ctx: _Context) -> Diagnosis:
+    assert ctx.workload is not None
+    reasons = _admission_check_reasons(ctx)
+    admitted = _condition_reason(ctx.workload, "Admitted")
+    if admitted is not None and admitted.kueue_reason not in (None, "Admitted"):
+        reasons.append(admitted)
+    blocking = next((r.object for r in reasons if r.object is not None), ctx.cq_ref())
+    summary = reasons[0].message if reasons else "quota reserved, waiting for admission checks"
+    return _build(
+        ctx,
+        Stage.WAITING_FOR_ADMISSION_CHECKS,
+        Layer.KUEUE,
+        summary,
+        blocking,
+        reasons,
+        _quota(ctx),
+    )
+
+
+# -- admitted ------------------------------------------------------------------------------
+
+
+def _admitted(ctx: _Context) -> Diagnosis:
+    assert ctx.workload is not None
+    quota = _quota(ctx)
+    admitted = _condition_reason(ctx.workload, "Admitted")
+    base = [admitted] if admitted is not None else []
+    if not ctx.pods_readable:
+        ready = condition_true(ctx.workload, "PodsReady")
+        reason = Reason(
+            "PodsNotReadable",
+            "you may not read the Pods; the stage comes from the Workload's PodsReady condition",
+            ReasonSource.OBJECT,
+        )
+        stage = Stage.RUNNING if ready else Stage.ADMITTED_PODS_PENDING
+        return _build(ctx, stage, Layer.RUNTIME, reason.message, None, [reason, *base], quota)
+    if not ctx.pods:
+        suspended = dig(ctx.owner, "spec", "suspend") is True
+        if suspended:
+            reason = Reason(
+                "OwnerStillSuspended",
+                "admitted, but Kueue has not unsuspended the owner yet",
+                ReasonSource.OBJECT,
+                object=ref(ctx.owner) if ctx.owner is not None else None,
+            )
+            return _build(
+                ctx,
+                Stage.ADMITTED_PODS_PENDING,
+                Layer.KUEUE,
+                reason.message,
+                reason.object,
+                [reason, *base],
+                quota,
+            )
+        reason = Reason(
+            "NoPodsYet",
+            "admitted, but the owner's controller has not created Pods yet",
+            ReasonSource.OBJECT,
+        )
+        return _build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.RUNTIME,
+            reason.message,
+            _owner_from_workload(ctx.workload),
+            [reason, *base],
+            quota,
+        )
+    pending = [p for p in ctx.pods if text(p, "status", "phase") in (None, "Pending")]
+    problems = [pod_problem(p, ctx.events) for p in pending]
+    unscheduled = [pr for p, pr in zip(pending, problems, strict=True) if is_unscheduled(p)]
+    if unscheduled:
+        reasons = [r for pr in unscheduled for r in pr.reasons] + base
+        first = unscheduled[0]
+        summary = f"admitted by Kueue; kube-scheduler cannot place Pod {first.pod.name}: " + (
+            first.scheduled_message or "no PodScheduled condition yet"
+        )
+        return _build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.SCHEDULER,
+            summary,
+            first.pod,
+            reasons,
+            quota,
+            problems,
+        )
+    running = [p for p in ctx.pods if text(p, "status", "phase") == "Running"]
+    if pending and not running:
+        reasons = [r for pr in problems for r in pr.reasons] + base
+        first = problems[0]
+        node = first.node_name
+        summary = f"admitted and placed on node {node}; Pod {first.pod.name} has not started"
+        blocking = ObjectRef("Node", node, None, "v1") if node else first.pod
+        return _build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.RUNTIME,
+            summary,
+            blocking,
+            reasons,
+            quota,
+            problems,
+        )
+    phases = sorted({text(p, "status", "phase") or "Unknown" for p in ctx.pods})
+    summary = f"admitted and running ({len(ctx.pods)} Pod(s): {', '.join(phases)})"
+    return _build(ctx, Stage.RUNNING, Layer.RUNTIME, summary, None, base, quota, problems)

@@ -1,0 +1,325 @@
+"""Turn the free-text messages Kueue and kube-scheduler write into structured reasons.
+
+The shapes follow Kueue v0.17.0 (pkg/scheduler/flavorassigner, pkg/scheduler/scheduler.go,
+pkg/controller/core/workload_controller.go) and kube-scheduler 1.36 (framework.FitError), with
+the older and newer variants we know of. Parsing is defensive: a part we do not recognise is
+kept verbatim with code "Unrecognized", never dropped and never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from fractions import Fraction
+
+from kueue_graphql.diagnosis.model import Number, ObjectRef, Reason, ReasonSource
+from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
+
+__all__ = [
+    "GRANULAR_PENDING_REASONS",
+    "LEGACY_PENDING_REASONS",
+    "parse_failed_scheduling",
+    "parse_kueue_message",
+    "split_flavor_parts",
+]
+
+# Reasons Kueue writes on QuotaReserved=False. v0.17 writes only the legacy ones; later
+# releases (UnadmittedWorkloadsObservability) write the granular ones.
+LEGACY_PENDING_REASONS = frozenset({"Pending", "Inadmissible"})
+GRANULAR_PENDING_REASONS = frozenset(
+    {
+        "WaitingForQuota",
+        "ExceedsMaxQuota",
+        "NoMatchingFlavor",
+        "TopologyPlacementFailed",
+        "WaitingForPreemptedWorkloads",
+        "Misconfigured",
+        "Suspended",
+        "PendingEvaluation",
+        "AdmissionGated",
+    }
+)
+
+_QTY = r"[+-]?[0-9.]+(?:[eE][+-]?\d+|[a-zA-Z]+)?"
+_PODSET_PREFIX = re.compile(r"^couldn't assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
+_PODSET_ERROR = re.compile(r"^failed to assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
+_EXCEEDS = re.compile(
+    r"^insufficient quota for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+)(?: in ClusterQueue)?"
+)
+_PREVIOUS = re.compile(rf"previously considered podsets requests \((?P<v>{_QTY})\)")
+_CURRENT = re.compile(rf"current podset request \((?P<v>{_QTY})\)")
+_MAXCAP = re.compile(rf"maximum capacity \((?P<v>{_QTY})\)")
+_OLD_REQ_MAX = re.compile(rf"request > maximum capacity \((?P<req>{_QTY}) > (?P<max>{_QTY})\)")
+_UNUSED = re.compile(
+    r"^insufficient unused quota(?: in cohort)? for (?P<res>\S+) in flavor (?P<flavor>[^,\s]+)"
+)
+_MORE_NEEDED = re.compile(rf"(?P<v>{_QTY}) more needed")
+_TAINT = re.compile(r"^untolerated taint (?P<taint>.+) in flavor (?P<flavor>\S+)$")
+_AFFINITY = re.compile(r"^flavor (?P<flavor>\S+) doesn't match node affinity$")
+_FLAVOR_NOT_FOUND = re.compile(r"^flavor (?P<flavor>\S+) not found$")
+_RESOURCE_UNAVAILABLE = re.compile(r"^resource (?P<res>\S+) unavailable in ClusterQueue$")
+
+_QUEUE_MESSAGES: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"^LocalQueue (?P<n>\S+) doesn't exist"), "LocalQueueNotFound", "LocalQueue"),
+    (
+        re.compile(r"^LocalQueue (?P<n>\S+) is terminating or missing"),
+        "LocalQueueNotFound",
+        "LocalQueue",
+    ),
+    (re.compile(r"^LocalQueue (?P<n>\S+) is inactive"), "LocalQueueInactive", "LocalQueue"),
+    (re.compile(r"^LocalQueue (?P<n>\S+) is stopped"), "LocalQueueStopped", "LocalQueue"),
+    (
+        re.compile(r"^ClusterQueue (?P<n>\S+) (?:doesn't exist|not found)"),
+        "ClusterQueueNotFound",
+        "ClusterQueue",
+    ),
+    (
+        re.compile(r"^ClusterQueue (?P<n>\S+) is terminating or missing"),
+        "ClusterQueueNotFound",
+        "ClusterQueue",
+    ),
+    (
+        re.compile(r"^ClusterQueue (?P<n>\S+) is inactive"),
+        "ClusterQueueInactive",
+        "ClusterQueue",
+    ),
+    (re.compile(r"^ClusterQueue (?P<n>\S+) is stopped"), "ClusterQueueStopped", "ClusterQueue"),
+)
+
+
+def _number(name: str, raw: str) -> Number | None:
+    try:
+        return Number(name=name, value=parse_quantity(raw), text=raw)
+    except QuantityError:
+        return None
+
+
+def _numbers(*pairs: tuple[str, str | None]) -> tuple[Number, ...]:
+    out = []
+    for name, raw in pairs:
+        if raw is None:
+            continue
+        n = _number(name, raw)
+        if n is not None:
+            out.append(n)
+    return tuple(out)
+
+
+def split_flavor_parts(message: str) -> list[tuple[str | None, str]]:
+    """Split a flavor-assigner message into (pod set, part) pairs.
+
+    Pod sets are joined by "; ", the parts of one pod set by ", ". A part itself may contain
+    ", " (the quota shapes do), so a new part is started only where a known part begins.
+    """
+    out: list[tuple[str | None, str]] = []
+    for chunk in message.split("; "):
+        chunk = chunk.strip()
+        match = _PODSET_PREFIX.match(chunk)
+        pod_set: str | None = None
+        if match:
+            pod_set, chunk = match.group("ps"), match.group("rest")
+        for part in _split_parts(chunk):
+            out.append((pod_set, part))
+    return out
+
+
+_PART_START = re.compile(
+    r", (?=insufficient |untolerated taint |flavor \S+ (?:doesn't match|not found)|resource \S+ "
+    r"unavailable|could not assign )"
+)
+
+
+def _split_parts(chunk: str) -> list[str]:
+    return [p.strip() for p in _PART_START.split(chunk) if p.strip()]
+
+
+def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Reason:
+    base = Reason(
+        code="Unrecognized",
+        message=part,
+        source=ReasonSource.CONDITION,
+        kueue_reason=kueue_reason,
+        pod_set=pod_set,
+    )
+    if m := _EXCEEDS.match(part):
+        old = _OLD_REQ_MAX.search(part)
+        prev, cur, cap = _PREVIOUS.search(part), _CURRENT.search(part), _MAXCAP.search(part)
+        numbers = _numbers(
+            ("previouslyConsidered", prev.group("v") if prev else None),
+            ("requested", cur.group("v") if cur else (old.group("req") if old else None)),
+            ("maximumCapacity", cap.group("v") if cap else (old.group("max") if old else None)),
+        )
+        flavor = m.group("flavor")
+        return replace(
+            base,
+            code="ExceedsMaxQuota",
+            resource=m.group("res"),
+            flavor=flavor,
+            numbers=numbers,
+            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+        )
+    if m := _UNUSED.match(part):
+        more = _MORE_NEEDED.search(part)
+        return replace(
+            base,
+            code="WaitingForQuota",
+            resource=m.group("res"),
+            flavor=m.group("flavor"),
+            numbers=_numbers(("moreNeeded", more.group("v") if more else None)),
+        )
+    if m := _TAINT.match(part):
+        flavor = m.group("flavor")
+        return replace(
+            base,
+            code="UntoleratedFlavorTaint",
+            flavor=flavor,
+            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+        )
+    if m := _AFFINITY.match(part):
+        flavor = m.group("flavor")
+        return replace(
+            base,
+            code="FlavorNodeAffinityMismatch",
+            flavor=flavor,
+            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+        )
+    if m := _FLAVOR_NOT_FOUND.match(part):
+        flavor = m.group("flavor")
+        return replace(
+            base,
+            code="FlavorNotFound",
+            flavor=flavor,
+            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+        )
+    if m := _RESOURCE_UNAVAILABLE.match(part):
+        return replace(base, code="ResourceNotCovered", resource=m.group("res"))
+    return base
+
+
+def parse_taint(taint: str) -> tuple[str, str | None, str | None] | None:
+    """(key, value, effect) from the forms the taint appears in: "k=v:Effect", "k:Effect",
+    Go's "{k v Effect <nil>}" and protobuf's "&Taint{Key:k,Value:v,Effect:E,...}"."""
+    taint = taint.strip()
+    if m := re.match(r"^&Taint\{Key:(?P<k>[^,]*),Value:(?P<v>[^,]*),Effect:(?P<e>[^,]*)", taint):
+        return m.group("k"), m.group("v") or None, m.group("e") or None
+    if m := re.match(r"^\{(?P<k>\S+) (?P<v>\S*) (?P<e>\S+)(?: .*)?\}$", taint):
+        return m.group("k"), m.group("v") or None, m.group("e") or None
+    if m := re.match(r"^(?P<k>[^=:\s]+)(?:=(?P<v>[^:\s]*))?(?::(?P<e>\S+))?$", taint):
+        return m.group("k"), m.group("v"), m.group("e")
+    return None
+
+
+def parse_kueue_message(
+    message: str, kueue_reason: str | None, source: ReasonSource
+) -> list[Reason]:
+    """Structured reasons from one QuotaReserved/Pending message (condition or event)."""
+    message = message.strip()
+    if not message:
+        return []
+    for pattern, code, kind in _QUEUE_MESSAGES:
+        if m := pattern.match(message):
+            return [
+                Reason(
+                    code=code,
+                    message=message,
+                    source=source,
+                    kueue_reason=kueue_reason,
+                    object=ObjectRef(kind=kind, name=m.group("n")),
+                )
+            ]
+    simple = {
+        "Workload namespace doesn't match ClusterQueue selector": "NamespaceNotSelected",
+        "The workload has failed admission checks": "AdmissionCheckFailed",
+    }
+    if message in simple:
+        return [Reason(simple[message], message, source, kueue_reason=kueue_reason)]
+    if m := _PODSET_ERROR.match(message):
+        return [
+            Reason(
+                "FlavorAssignmentError",
+                message,
+                source,
+                kueue_reason=kueue_reason,
+                pod_set=m.group("ps"),
+            )
+        ]
+    if _PODSET_PREFIX.match(message) or message.startswith(("insufficient ", "untolerated ")):
+        parts = [
+            replace(_flavor_part(part, ps, kueue_reason), source=source)
+            for ps, part in split_flavor_parts(message)
+        ]
+        if parts:
+            return parts
+    code = kueue_reason if kueue_reason in GRANULAR_PENDING_REASONS else "Unrecognized"
+    return [Reason(code or "Unrecognized", message, source, kueue_reason=kueue_reason)]
+
+
+# kube-scheduler: "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated
+# taint(s). preemption: 0/2 nodes are available: 2 No preemption victims found ..."
+_FIT_ERROR = re.compile(r"^0/(?P<total>\d+) nodes are available:(?P<rest>.*)$", re.DOTALL)
+_HISTOGRAM_ITEM = re.compile(r"^(?P<count>\d+) (?P<reason>.+)$")
+
+
+def _scheduler_code(reason: str) -> tuple[str, str | None]:
+    if m := re.match(r"^Insufficient (?P<res>\S+)$", reason):
+        return "InsufficientResource", m.group("res")
+    lowered = reason.lower()
+    if "node affinity/selector" in lowered or "node selector" in lowered:
+        return "NodeAffinityMismatch", None
+    if "untolerated taint" in lowered or "taints that the pod didn't tolerate" in lowered:
+        return "UntoleratedNodeTaint", None
+    if "were unschedulable" in lowered:
+        return "NodeUnschedulable", None
+    if "pod affinity" in lowered or "anti-affinity" in lowered:
+        return "PodAffinityMismatch", None
+    if "free ports" in lowered:
+        return "HostPortConflict", None
+    if "topology spread" in lowered:
+        return "TopologySpreadMismatch", None
+    if "volume" in lowered or "persistentvolumeclaim" in lowered:
+        return "VolumeConstraint", None
+    if "too many pods" in lowered:
+        return "TooManyPods", None
+    return "SchedulerFilter", None
+
+
+def parse_failed_scheduling(message: str, source: ReasonSource) -> list[Reason]:
+    """Reasons from kube-scheduler's FitError text (PodScheduled condition or event)."""
+    message = message.strip()
+    m = _FIT_ERROR.match(message)
+    if not m:
+        return [Reason("SchedulerFilter", message, source)] if message else []
+    total = m.group("total")
+    rest = m.group("rest")
+    filter_part = re.split(r"\bpreemption:", rest, maxsplit=1)[0].strip()
+    filter_part = filter_part.removesuffix(".")
+    out: list[Reason] = []
+    if not filter_part:
+        out.append(Reason("NoNodes", message, source, numbers=_numbers(("nodes", total))))
+        return out
+    for item in _split_histogram(filter_part):
+        hm = _HISTOGRAM_ITEM.match(item)
+        if not hm:
+            out.append(Reason("SchedulerFilter", item, source))
+            continue
+        code, resource = _scheduler_code(hm.group("reason"))
+        out.append(
+            Reason(
+                code=code,
+                message=item,
+                source=source,
+                resource=resource,
+                numbers=(
+                    Number("nodes", Fraction(int(hm.group("count"))), hm.group("count")),
+                    Number("totalNodes", Fraction(int(total)), total),
+                ),
+            )
+        )
+    return out
+
+
+def _split_histogram(text: str) -> Iterable[str]:
+    # Items are "<n> <reason>" joined by ", "; a reason may itself contain ", ", so split only
+    # where a count follows. A PreFilter message has no count and stays whole.
+    return [p.strip() for p in re.split(r", (?=\d+ )", text) if p.strip()]

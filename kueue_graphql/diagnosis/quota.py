@@ -1,0 +1,391 @@
+"""Quota arithmetic: a Workload's needs against its ClusterQueue and cohort tree.
+
+A faithful port of Kueue v0.17.0's hierarchical resource nodes
+(pkg/cache/scheduler/resource_node.go):
+
+- a ClusterQueue's SubtreeQuota is its nominal quota; a Cohort's is its own nominal quota plus
+  what each child puts in (child SubtreeQuota minus the child's localQuota);
+- localQuota = SubtreeQuota - lendingLimit (what a node keeps from its parent), 0 without a limit;
+- Usage of a ClusterQueue is its reserved quota (status.flavorsReservation); a Cohort's is the
+  sum of its children's usage beyond their localQuota;
+- available(node)  = LocalAvailable + min(available(parent), borrowing headroom);
+- potentialAvailable(node) = localQuota + potentialAvailable(parent), capped by
+  SubtreeQuota + borrowingLimit. A request above that is "maximum capacity" and never fits.
+
+The inputs are only what the caller could read. A cohort member we could not read makes the
+cohort figures unknown rather than wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from kueue_graphql.diagnosis.model import (
+    KubeObject,
+    QuotaLine,
+    QuotaReport,
+    Verdict,
+    Visibility,
+)
+from kueue_graphql.diagnosis.objects import items, name, text
+from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
+from kueue_graphql.diagnosis.requests import PodSetRequest
+
+__all__ = [
+    "CohortTree",
+    "FlavorResource",
+    "assess_quota",
+    "candidate_flavors",
+    "overall_verdict",
+]
+
+FlavorResource = tuple[str, str]
+ZERO = Fraction(0)
+
+
+def _qty(raw: object) -> Fraction | None:
+    if not isinstance(raw, str | int | float) or isinstance(raw, bool):
+        return None
+    try:
+        return parse_quantity(raw)
+    except QuantityError:
+        return None
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    nominal: Fraction
+    borrowing_limit: Fraction | None
+    lending_limit: Fraction | None
+
+
+def quotas_of(obj: KubeObject) -> dict[FlavorResource, ResourceQuota]:
+    """spec.resourceGroups of a ClusterQueue or Cohort, per (flavor, resource)."""
+    out: dict[FlavorResource, ResourceQuota] = {}
+    for group in items(obj, "spec", "resourceGroups"):
+        for flavor in items(group, "flavors"):
+            flavor_name = str(flavor.get("name") or "")
+            for res in items(flavor, "resources"):
+                out[(flavor_name, str(res.get("name") or ""))] = ResourceQuota(
+                    nominal=_qty(res.get("nominalQuota")) or ZERO,
+                    borrowing_limit=_qty(res.get("borrowingLimit")),
+                    lending_limit=_qty(res.get("lendingLimit")),
+                )
+    return out
+
+
+def _usage(obj: KubeObject, field_name: str) -> dict[FlavorResource, tuple[Fraction, Fraction]]:
+    out: dict[FlavorResource, tuple[Fraction, Fraction]] = {}
+    for flavor in items(obj, "status", field_name):
+        for res in items(flavor, "resources"):
+            key = (str(flavor.get("name") or ""), str(res.get("name") or ""))
+            out[key] = (_qty(res.get("total")) or ZERO, _qty(res.get("borrowed")) or ZERO)
+    return out
+
+
+def candidate_flavors(cluster_queue: KubeObject, resource: str) -> list[str]:
+    """The flavors Kueue would try for a resource, in order: those of the covering group."""
+    for group in items(cluster_queue, "spec", "resourceGroups"):
+        covered = group.get("coveredResources")
+        if isinstance(covered, list) and resource in covered:
+            return [str(f.get("name") or "") for f in items(group, "flavors")]
+    return []
+
+
+@dataclass
+class _Node:
+    name: str
+    is_cohort: bool
+    parent: str | None
+    quotas: dict[FlavorResource, ResourceQuota]
+    usage: dict[FlavorResource, Fraction] = field(default_factory=dict)
+    subtree: dict[FlavorResource, Fraction] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+
+
+class CohortTree:
+    """The ClusterQueue/Cohort forest, built from listed objects (implicit cohorts included)."""
+
+    def __init__(self, cluster_queues: Sequence[KubeObject], cohorts: Sequence[KubeObject]) -> None:
+        self._nodes: dict[str, _Node] = {}
+        for cohort in cohorts:
+            key = "cohort/" + name(cohort)
+            parent = text(cohort, "spec", "parentName")
+            self._nodes[key] = _Node(
+                name=name(cohort),
+                is_cohort=True,
+                parent="cohort/" + parent if parent else None,
+                quotas=quotas_of(cohort),
+            )
+        for cq in cluster_queues:
+            cohort_name = text(cq, "spec", "cohortName") or text(cq, "spec", "cohort")
+            usage = {k: total for k, (total, _) in _usage(cq, "flavorsReservation").items()}
+            self._nodes["cq/" + name(cq)] = _Node(
+                name=name(cq),
+                is_cohort=False,
+                parent="cohort/" + cohort_name if cohort_name else None,
+                quotas=quotas_of(cq),
+                usage=usage,
+            )
+        for node in list(self._nodes.values()):
+            if node.parent and node.parent not in self._nodes:
+                # A cohort named only by cohortName/parentName: no object, no quota of its own.
+                self._nodes[node.parent] = _Node(
+                    name=node.parent.removeprefix("cohort/"), is_cohort=True, parent=None, quotas={}
+                )
+        for key, node in self._nodes.items():
+            if node.parent:
+                self._nodes[node.parent].children.append(key)
+        for key, node in self._nodes.items():
+            if node.parent is None:
+                self._accumulate(key, set())
+
+    def _accumulate(self, key: str, seen: set[str]) -> None:
+        if key in seen:  # a cycle: Kueue refuses it too; stop rather than loop
+            return
+        seen.add(key)
+        node = self._nodes[key]
+        node.subtree = {fr: q.nominal for fr, q in node.quotas.items()}
+        if not node.is_cohort:
+            return
+        node.usage = {}
+        for child_key in node.children:
+            self._accumulate(child_key, seen)
+            child = self._nodes[child_key]
+            for fr, child_quota in child.subtree.items():
+                node.subtree[fr] = node.subtree.get(fr, ZERO) + child_quota - self._local(child, fr)
+            for fr, child_usage in child.usage.items():
+                extra = max(ZERO, child_usage - self._local(child, fr))
+                node.usage[fr] = node.usage.get(fr, ZERO) + extra
+
+    def has(self, cq_name: str) -> bool:
+        return "cq/" + cq_name in self._nodes
+
+    def root_cohort(self, cq_name: str) -> str | None:
+        node = self._nodes.get("cq/" + cq_name)
+        return node.parent.removeprefix("cohort/") if node and node.parent else None
+
+    def members(self, cohort_name: str) -> set[str]:
+        """Names of all ClusterQueues in the tree that holds this cohort."""
+        key = "cohort/" + cohort_name
+        while key in self._nodes and self._nodes[key].parent:
+            parent = self._nodes[key].parent
+            assert parent is not None
+            key = parent
+        out: set[str] = set()
+        stack = [key]
+        while stack:
+            current = self._nodes.get(stack.pop())
+            if current is None:
+                continue
+            if not current.is_cohort:
+                out.add(current.name)
+            stack.extend(current.children)
+        return out
+
+    @staticmethod
+    def _local(node: _Node, fr: FlavorResource) -> Fraction:
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.lending_limit is not None:
+            return max(ZERO, node.subtree.get(fr, ZERO) - quota.lending_limit)
+        return ZERO
+
+    def _local_available(self, node: _Node, fr: FlavorResource) -> Fraction:
+        return max(ZERO, self._local(node, fr) - node.usage.get(fr, ZERO))
+
+    def available(self, cq_name: str, fr: FlavorResource) -> Fraction:
+        return max(ZERO, self._available("cq/" + cq_name, fr, set()))
+
+    def _available(self, key: str, fr: FlavorResource, seen: set[str]) -> Fraction:
+        node = self._nodes[key]
+        if node.parent is None or key in seen:
+            return node.subtree.get(fr, ZERO) - node.usage.get(fr, ZERO)
+        seen.add(key)
+        parent_available = self._available(node.parent, fr, seen)
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.borrowing_limit is not None:
+            stored_in_parent = node.subtree.get(fr, ZERO) - self._local(node, fr)
+            used_in_parent = max(ZERO, node.usage.get(fr, ZERO) - self._local(node, fr))
+            with_max = stored_in_parent - used_in_parent + quota.borrowing_limit
+            parent_available = min(with_max, parent_available)
+        return self._local_available(node, fr) + parent_available
+
+    def borrowing_limit_binds(self, cq_name: str, fr: FlavorResource) -> bool:
+        """True when the ClusterQueue's borrowingLimit, not the cohort, caps what it gets."""
+        key = "cq/" + cq_name
+        node = self._nodes[key]
+        quota = node.quotas.get(fr)
+        if node.parent is None or quota is None or quota.borrowing_limit is None:
+            return False
+        parent_available = self._available(node.parent, fr, {key})
+        stored_in_parent = node.subtree.get(fr, ZERO) - self._local(node, fr)
+        used_in_parent = max(ZERO, node.usage.get(fr, ZERO) - self._local(node, fr))
+        return stored_in_parent - used_in_parent + quota.borrowing_limit < parent_available
+
+    def potential_available(self, cq_name: str, fr: FlavorResource) -> Fraction:
+        return self._potential("cq/" + cq_name, fr, set())
+
+    def _potential(self, key: str, fr: FlavorResource, seen: set[str]) -> Fraction:
+        node = self._nodes[key]
+        if node.parent is None or key in seen:
+            return node.subtree.get(fr, ZERO)
+        seen.add(key)
+        result = self._local(node, fr) + self._potential(node.parent, fr, seen)
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.borrowing_limit is not None:
+            result = min(node.subtree.get(fr, ZERO) + quota.borrowing_limit, result)
+        return result
+
+
+def _needs(requests: Sequence[PodSetRequest]) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for ps in requests:
+        for res, value in ps.total.items():
+            out[res] = out.get(res, ZERO) + value
+    return out
+
+
+def _assigned(requests: Sequence[PodSetRequest]) -> dict[FlavorResource, Fraction]:
+    out: dict[FlavorResource, Fraction] = {}
+    for ps in requests:
+        for res, value in ps.total.items():
+            flavor = ps.flavors.get(res)
+            if flavor is not None:
+                out[(flavor, res)] = out.get((flavor, res), ZERO) + value
+    return out
+
+
+def assess_quota(
+    *,
+    cluster_queue: KubeObject,
+    requests: Sequence[PodSetRequest],
+    holds_reservation: bool,
+    cluster_queues: Sequence[KubeObject] | None,
+    cohorts: Sequence[KubeObject] | None,
+) -> QuotaReport:
+    """Per (flavor, resource) line with the verdict NEVER_FITS / FITS_NOW / MUST_WAIT.
+
+    `cluster_queues` / `cohorts` are None when the caller may not list them: then lines
+    still carry the ClusterQueue's own figures and cohort figures stay unknown.
+    """
+    cq_name = name(cluster_queue)
+    cohort_name = text(cluster_queue, "spec", "cohortName") or text(cluster_queue, "spec", "cohort")
+    quotas = quotas_of(cluster_queue)
+    reserved = _usage(cluster_queue, "flavorsReservation")
+    used = _usage(cluster_queue, "flavorsUsage")
+
+    tree: CohortTree | None = None
+    cq_list = [cq for cq in (cluster_queues or []) if name(cq) != cq_name] + [cluster_queue]
+    if cohort_name is None:
+        tree = CohortTree([cluster_queue], [])
+    elif cluster_queues is not None and cohorts is not None:
+        tree = CohortTree(cq_list, cohorts)
+
+    if holds_reservation:
+        wanted = _assigned(requests)
+    else:
+        wanted = {}
+        for res, value in _needs(requests).items():
+            flavors = candidate_flavors(cluster_queue, res) or [""]
+            for flavor in flavors:
+                wanted[(flavor, res)] = value
+
+    lines: list[QuotaLine] = []
+    for (flavor, res), requested in sorted(wanted.items()):
+        quota = quotas.get((flavor, res))
+        nominal = quota.nominal if quota else ZERO
+        reserved_now, borrowed = reserved.get((flavor, res), (ZERO, ZERO))
+        used_now, _ = used.get((flavor, res), (ZERO, ZERO))
+        fr = (flavor, res)
+        if tree is not None and quota is not None:
+            maximum: Fraction | None = tree.potential_available(cq_name, fr)
+            available: Fraction | None = tree.available(cq_name, fr)
+        elif quota is None:
+            maximum, available = ZERO, ZERO
+        else:
+            maximum, available = None, None
+            if quota.borrowing_limit is not None:
+                maximum = nominal + quota.borrowing_limit  # an upper bound of Kueue's figure
+        cohort_can_lend: Fraction | None = None
+        if available is not None and cohort_name is not None:
+            cohort_can_lend = max(ZERO, available - max(ZERO, nominal - reserved_now))
+        limited_by: str | None = None
+        if holds_reservation:
+            verdict = Verdict.FITS_NOW
+        elif maximum is not None and requested > maximum:
+            verdict = Verdict.NEVER_FITS
+            limited_by = (
+                "BORROWING_LIMIT"
+                if quota and quota.borrowing_limit is not None
+                else ("NOMINAL_QUOTA" if cohort_name is None else "COHORT")
+            )
+        elif available is None:
+            verdict = Verdict.UNKNOWN
+        elif requested <= available:
+            verdict = Verdict.FITS_NOW
+        else:
+            verdict = Verdict.MUST_WAIT
+            if tree is not None and tree.borrowing_limit_binds(cq_name, fr):
+                limited_by = "BORROWING_LIMIT"
+            elif cohort_name is not None and requested > nominal - reserved_now:
+                limited_by = "COHORT"
+            else:
+                limited_by = "NOMINAL_QUOTA"
+        if quota is None and not holds_reservation:
+            limited_by = "NOT_IN_CLUSTER_QUEUE"
+        lines.append(
+            QuotaLine(
+                flavor=flavor,
+                resource=res,
+                requested=requested,
+                nominal_quota=nominal,
+                borrowing_limit=quota.borrowing_limit if quota else None,
+                lending_limit=quota.lending_limit if quota else None,
+                reserved=reserved_now,
+                used=used_now,
+                borrowed=borrowed,
+                cohort=cohort_name,
+                cohort_can_lend=cohort_can_lend,
+                maximum_capacity=maximum,
+                available_now=available,
+                verdict=verdict,
+                limited_by=limited_by,
+                counts_this_workload=holds_reservation,
+            )
+        )
+    return QuotaReport(
+        visibility=Visibility.AVAILABLE,
+        cluster_queue=cq_name,
+        lines=tuple(lines),
+        verdict=overall_verdict(lines, cluster_queue),
+        detail=""
+        if tree is not None
+        else "cohort members could not be read; cohort figures are unknown",
+    )
+
+
+def overall_verdict(lines: Sequence[QuotaLine], cluster_queue: KubeObject) -> Verdict | None:
+    """Best flavor per resource group, worst across groups (Kueue tries flavors in order)."""
+    if not lines:
+        return None
+    rank = {Verdict.NEVER_FITS: 0, Verdict.UNKNOWN: 1, Verdict.MUST_WAIT: 2, Verdict.FITS_NOW: 3}
+    by_group: dict[int, dict[str, list[Verdict]]] = {}
+    groups = items(cluster_queue, "spec", "resourceGroups")
+    for line in lines:
+        group_index = next(
+            (
+                i
+                for i, g in enumerate(groups)
+                if isinstance(g.get("coveredResources"), list)
+                and line.resource in g["coveredResources"]
+            ),
+            -1,
+        )
+        by_group.setdefault(group_index, {}).setdefault(line.flavor, []).append(line.verdict)
+    worst = Verdict.FITS_NOW
+    for flavors in by_group.values():
+        best = max((min(vs, key=rank.__getitem__) for vs in flavors.values()), key=rank.__getitem__)
+        worst = min(worst, best, key=rank.__getitem__)
+    return worst

@@ -1,0 +1,247 @@
+"""Plain-language next steps, and the kubectl commands that show the same evidence."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+
+from kueue_graphql.diagnosis.messages import parse_taint
+from kueue_graphql.diagnosis.model import Diagnosis, KubeObject, Layer, QuotaLine, Stage, Verdict
+from kueue_graphql.diagnosis.quantity import format_quantity
+
+__all__ = ["commands_for", "next_steps_for"]
+
+
+def _q(value: object) -> str:
+    from fractions import Fraction
+
+    return format_quantity(value) if isinstance(value, Fraction) else "?"
+
+
+def _line(d: Diagnosis, flavor: str | None, resource: str | None) -> QuotaLine | None:
+    for line in d.quota.lines:
+        if line.flavor == flavor and line.resource == resource:
+            return line
+    return None
+
+
+def next_steps_for(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
+    seen: set[str] = set()
+    for step in _steps(d, cluster_queue):
+        if step not in seen:
+            seen.add(step)
+            yield step
+
+
+def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
+    lq, cq = d.local_queue, d.cluster_queue
+    if d.stage is Stage.NOT_MANAGED:
+        yield (
+            "Kueue ignores this object. To queue it under Kueue, create it with the label "
+            "kueue.x-k8s.io/queue-name=<your LocalQueue>."
+        )
+    if d.stage is Stage.NO_WORKLOAD_YET:
+        yield (
+            "Check that Kueue is running and its integration for this kind is enabled "
+            "(Kueue creates the Workload within seconds)."
+        )
+    for r in d.reasons:
+        if r.code == "ExceedsMaxQuota":
+            line = _line(d, r.flavor, r.resource)
+            req, cap = r.number("requested"), r.number("maximumCapacity")
+            yield (
+                f"Shrink the request: the Workload needs {_q(req)} {r.resource} at once but "
+                f"ClusterQueue {cq} can never provide more than {_q(cap)} in flavor {r.flavor} "
+                "(Kueue admits all Pods of a Workload together: fewer parallel Pods or smaller "
+                "per-Pod requests)."
+            )
+            yield "Or submit to a LocalQueue whose ClusterQueue has more quota."
+            if line is not None and line.borrowing_limit is not None:
+                yield (
+                    f"Or ask an admin to raise borrowingLimit ({_q(line.borrowing_limit)}) or "
+                    f"nominalQuota ({_q(line.nominal_quota)}) of ClusterQueue {cq}."
+                )
+            else:
+                yield f"Or ask an admin to raise the nominalQuota of ClusterQueue {cq}."
+        elif r.code == "WaitingForQuota":
+            line = _line(d, r.flavor, r.resource)
+            if line is not None and line.limited_by == "BORROWING_LIMIT":
+                yield (
+                    f"Wait: ClusterQueue {cq} already borrows {_q(line.borrowed)} {r.resource} "
+                    f"from cohort {line.cohort}, its borrowingLimit is "
+                    f"{_q(line.borrowing_limit)}; the Workload is admitted when running "
+                    "Workloads of this ClusterQueue finish."
+                )
+                yield f"Or ask an admin to raise the borrowingLimit of ClusterQueue {cq}."
+            else:
+                yield (
+                    f"Wait: {_q(r.number('moreNeeded'))} more {r.resource} must be freed in "
+                    f"flavor {r.flavor} by Workloads that finish (or are preempted)."
+                )
+        elif r.code in ("LocalQueueStopped", "LocalQueueInactive") and r.object is not None:
+            ns = d.workload.namespace if d.workload else ""
+            yield (
+                f"LocalQueue {lq} is stopped: ask its owner to resume it "
+                f"(kubectl kueue resume localqueue {lq} -n {ns}), or resubmit to another "
+                "LocalQueue."
+            )
+        elif r.code == "LocalQueueNotFound":
+            yield (
+                f"LocalQueue {lq} does not exist: fix the kueue.x-k8s.io/queue-name label or "
+                "create the LocalQueue."
+            )
+        elif r.code == "ClusterQueueNotFound":
+            missing = r.object.name if r.object is not None else cq
+            yield (
+                f"LocalQueue {lq} points to ClusterQueue {missing}, which does not exist: an "
+                "admin must create it or fix the LocalQueue's spec.clusterQueue; meanwhile "
+                "resubmit to another LocalQueue."
+            )
+        elif r.code in ("ClusterQueueStopped", "ClusterQueueInactive"):
+            yield (
+                f"ClusterQueue {cq} is not active: an admin must fix or resume it "
+                f"(kubectl kueue resume clusterqueue {cq})."
+            )
+        elif r.code == "NamespaceNotSelected":
+            yield (
+                f"ClusterQueue {cq}'s namespaceSelector excludes this namespace: use another queue."
+            )
+        elif r.code == "UntoleratedFlavorTaint":
+            taint = r.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
+            parsed = parse_taint(taint)
+            shown = (
+                f"{parsed[0]}={parsed[1] or ''}:{parsed[2] or ''}" if parsed is not None else taint
+            )
+            yield (
+                f"Flavor {r.flavor} of ClusterQueue {cq} only offers nodes tainted {shown}: add "
+                "a matching toleration to the Pod template if the workload may run there, or "
+                "submit to a LocalQueue whose ClusterQueue has another flavor."
+            )
+        elif r.code == "FlavorNodeAffinityMismatch":
+            yield (
+                f"The Pod template's nodeSelector/affinity excludes flavor {r.flavor}'s node "
+                "labels: relax them or use a queue whose flavors match."
+            )
+        elif r.code == "FlavorNotFound":
+            yield f"ResourceFlavor {r.flavor} is missing: an admin must create it."
+        elif r.code == "ResourceNotCovered":
+            yield (
+                f"ClusterQueue {cq} has no quota for {r.resource}: drop that request or use "
+                "another queue."
+            )
+        elif r.code.startswith("AdmissionCheck") and r.object is not None:
+            yield (
+                f"Admission check {r.object.name} is {r.kueue_reason}: see its controller's "
+                "status and message."
+            )
+        elif r.code == "InsufficientResource":
+            yield (
+                f"No node has enough free {r.resource} for one Pod: shrink the per-Pod request "
+                "or add node capacity. Kueue's quota is not the limit here."
+            )
+        elif r.code == "NodeAffinityMismatch":
+            yield (
+                "Some nodes do not match the Pod's nodeSelector/affinity (Kueue adds the "
+                "flavor's nodeLabels): check node labels against the flavor."
+            )
+        elif r.code == "UntoleratedNodeTaint":
+            yield "Some nodes carry taints the Pod does not tolerate: add tolerations if intended."
+    if (
+        d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION
+        and d.quota.verdict is Verdict.FITS_NOW
+        and not any(
+            r.code in ("UntoleratedFlavorTaint", "FlavorNodeAffinityMismatch") for r in d.reasons
+        )
+    ):
+        yield "Quota is free now: the next scheduling cycle should admit it."
+    if d.stage in (Stage.PREEMPTED, Stage.EVICTED):
+        yield "Kueue requeues an evicted Workload by itself; it waits for quota again."
+    if d.stage is Stage.DEACTIVATED:
+        yield "Reactivate it (set spec.active=true on the Workload) once the cause is fixed."
+    if d.stage is Stage.RUNNING:
+        yield "Nothing blocks it: Kueue admitted it and its Pods run."
+    if d.stage in (Stage.FINISHED_SUCCEEDED, Stage.FINISHED_FAILED):
+        yield "Nothing to do: the Workload has finished and released its quota."
+    if d.stage is Stage.ADMITTED_PODS_PENDING and d.layer is Layer.RUNTIME:
+        yield "Look at the node and the Pod's container statuses: the kubelet holds it."
+
+
+def _cmd(*args: str) -> str:
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def commands_for(d: Diagnosis) -> Iterator[str]:
+    ns = (d.workload.namespace if d.workload else None) or (d.owner.namespace if d.owner else None)
+    if d.owner is not None and ns:
+        yield _cmd("kubectl", "get", d.owner.kind.lower(), d.owner.name, "-n", ns, "-o", "yaml")
+        yield _cmd(
+            "kubectl", "kueue", "list", "workload", "-n", ns,
+            "--for", f"{d.owner.kind.lower()}/{d.owner.name}",
+        )  # fmt: skip
+    if d.workload is not None and ns:
+        yield _cmd("kubectl", "get", "workload", d.workload.name, "-n", ns, "-o", "yaml")
+        yield _cmd(
+            "kubectl", "get", "events", "-n", ns, "--field-selector",
+            f"involvedObject.kind=Workload,involvedObject.name={d.workload.name}",
+        )  # fmt: skip
+    if d.stage in (Stage.NOT_MANAGED, Stage.NO_WORKLOAD_YET) and d.owner is not None and ns:
+        yield _cmd(
+            "kubectl", "get", "events", "-n", ns, "--field-selector",
+            f"involvedObject.name={d.owner.name}",
+        )  # fmt: skip
+    kueue_side = d.stage in (
+        Stage.NO_WORKLOAD_YET,
+        Stage.WAITING_FOR_QUOTA_RESERVATION,
+        Stage.WAITING_FOR_ADMISSION_CHECKS,
+        Stage.EVICTED,
+        Stage.PREEMPTED,
+    )
+    if kueue_side and d.local_queue and ns:
+        yield _cmd("kubectl", "get", "localqueue", d.local_queue, "-n", ns, "-o", "yaml")
+    if kueue_side and d.cluster_queue:
+        yield _cmd("kubectl", "get", "clusterqueue", d.cluster_queue, "-o", "yaml")
+        yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
+    if d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION and d.local_queue and ns:
+        yield _cmd(
+            "kubectl", "get", "--raw",
+            f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/"
+            f"{d.local_queue}/pendingworkloads",
+        )  # fmt: skip
+    cohorts = {line.cohort for line in d.quota.lines if line.cohort}
+    for cohort in sorted(cohorts):
+        if kueue_side:
+            yield _cmd("kubectl", "get", "cohort", cohort, "-o", "yaml")
+            yield _cmd(
+                "kubectl", "get", "clusterqueues", "-o",
+                "custom-columns=NAME:.metadata.name,COHORT:.spec.cohortName",
+            )  # fmt: skip
+    flavors = sorted({r.flavor for r in d.reasons if r.flavor})
+    for flavor in flavors:
+        yield _cmd("kubectl", "get", "resourceflavor", flavor, "-o", "yaml")
+    for check in sorted(
+        {r.object.name for r in d.reasons if r.object and r.object.kind == "AdmissionCheck"}
+    ):
+        yield _cmd("kubectl", "get", "admissioncheck", check, "-o", "yaml")
+    if d.stage in (Stage.ADMITTED_PODS_PENDING, Stage.RUNNING) and d.owner is not None and ns:
+        yield _cmd(
+            "kubectl", "kueue", "list", "pods", "-n", ns,
+            "--for", f"{d.owner.kind.lower()}/{d.owner.name}",
+        )  # fmt: skip
+    for pod in d.pods:
+        if pod.pod.namespace:
+            yield _cmd("kubectl", "describe", "pod", pod.pod.name, "-n", pod.pod.namespace)
+            yield _cmd(
+                "kubectl", "get", "events", "-n", pod.pod.namespace, "--field-selector",
+                f"involvedObject.name={pod.pod.name},reason=FailedScheduling",
+            )  # fmt: skip
+        if pod.node_selector:
+            selector = ",".join(f"{k}={v}" for k, v in sorted(pod.node_selector.items()))
+            yield _cmd("kubectl", "get", "nodes", "-l", selector, "-o", "wide")
+        if pod.node_name:
+            yield _cmd("kubectl", "describe", "node", pod.node_name)
+    if d.layer is Layer.SCHEDULER:
+        yield _cmd(
+            "kubectl", "get", "nodes", "-o",
+            "custom-columns=NAME:.metadata.name,CPU:.status.allocatable.cpu,"
+            "MEMORY:.status.allocatable.memory,TAINTS:.spec.taints",
+        )  # fmt: skip

@@ -1,0 +1,106 @@
+"""Quantities and Kueue's per-pod request rule (hand-made pod specs: pure arithmetic)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.diagnosis.requests import per_pod_requests, workload_requests
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("500m", Fraction(1, 2)),
+        ("2", Fraction(2)),
+        ("1.5Gi", Fraction(3 * 2**29)),
+        ("256Mi", Fraction(256 * 2**20)),
+        ("1e3", Fraction(1000)),
+        ("100u", Fraction(1, 10**4)),
+        ("2k", Fraction(2000)),
+    ],
+)
+def test_parse(text: str, value: Fraction) -> None:
+    assert parse_quantity(text) == value
+
+
+def test_parse_rejects_garbage() -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity("3 cpus")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Fraction(3), "3"),
+        (Fraction(3, 2), "1500m"),
+        (Fraction(768 * 2**20), "768Mi"),
+        (Fraction(2 * 2**30), "2Gi"),
+        (Fraction(0), "0"),
+    ],
+)
+def test_format(value: Fraction, text: str) -> None:
+    assert format_quantity(value) == text
+
+
+def _c(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> dict:
+    res: dict = {}
+    if requests:
+        res["requests"] = requests
+    if limits:
+        res["limits"] = limits
+    return {"name": "c", "resources": res}
+
+
+def test_per_pod_rule() -> None:
+    spec = {
+        "containers": [_c({"cpu": "1"}), _c(limits={"cpu": "500m", "memory": "1Gi"})],
+        "initContainers": [
+            _c({"cpu": "2"}),  # classic init: 2 CPU alone, below sidecar+apps? no: max rule
+            {**_c({"cpu": "250m"}), "restartPolicy": "Always"},  # sidecar adds to the app
+        ],
+        "overhead": {"cpu": "100m"},
+    }
+    got = per_pod_requests(spec)
+    # apps 1.5 + sidecar 0.25 = 1.75 < classic init 2 (+0 sidecars before it) -> 2, + overhead
+    assert got["cpu"] == Fraction(21, 10)
+    assert got["memory"] == 2**30  # the limit stands in for the missing request
+
+
+def test_sidecar_before_init_counts_for_the_init() -> None:
+    spec = {
+        "containers": [_c({"cpu": "1"})],
+        "initContainers": [
+            {**_c({"cpu": "1"}), "restartPolicy": "Always"},
+            _c({"cpu": "1500m"}),
+        ],
+    }
+    # apps 1 + sidecar 1 = 2; init runs next to the sidecar: 1.5 + 1 = 2.5
+    assert per_pod_requests(spec)["cpu"] == Fraction(5, 2)
+
+
+def test_workload_requests_multiplies_count_and_prefers_admission() -> None:
+    template = {"spec": {"containers": [_c({"cpu": "1", "memory": "256Mi"})]}}
+    wl = {"spec": {"podSets": [{"name": "main", "count": 3, "template": template}]}}
+    [ps] = workload_requests(wl)
+    assert (ps.count, ps.total["cpu"], ps.source) == (3, 3, "spec")
+    assert ps.total["memory"] == 768 * 2**20
+    wl["status"] = {
+        "reclaimablePods": [{"name": "main", "count": 1}],
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": "main", "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "3"}}
+            ],
+        },
+    }
+    [ps] = workload_requests(wl)
+    # 3 pods admitted for 3 CPU, one reclaimed: the reservation shrinks to 2 CPU
+    assert (ps.count, ps.total["cpu"], ps.flavors, ps.source) == (
+        2,
+        2,
+        {"cpu": "f"},
+        "status.admission",
+    )
