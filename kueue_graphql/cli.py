@@ -1,0 +1,140 @@
+"""`kueue-graphql serve` and `kueue-graphql schema`.
+
+Every `serve` flag can also be set by an environment variable KUEUE_GRAPHQL_<FLAG> (upper case,
+dashes as underscores); a flag given on the command line wins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import socket
+import sys
+from collections.abc import Sequence
+
+from kueue_graphql.context import RequestLimits
+from kueue_graphql.graph.schema import QueryLimits, schema_sdl
+from kueue_graphql.http import AuthMode, ServerSettings, build_app
+
+ENV_PREFIX = "KUEUE_GRAPHQL_"
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    return os.environ.get(ENV_PREFIX + name.upper().replace("-", "_"), default)
+
+
+def _env_bool(name: str) -> bool:
+    return (_env(name) or "").lower() in ("1", "true", "yes", "on")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kueue-graphql", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the GraphQL server")
+    serve.add_argument("--kubeconfig", default=_env("kubeconfig", os.environ.get("KUBECONFIG")))
+    serve.add_argument("--context", default=_env("context"))
+    serve.add_argument("--in-cluster", action="store_true", default=_env_bool("in_cluster"))
+    serve.add_argument("--host", default=_env("host", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(_env("port", "8080") or 8080))
+    serve.add_argument(
+        "--auth-mode",
+        choices=[m.value for m in AuthMode],
+        default=_env("auth_mode", AuthMode.TOKEN_REVIEW.value),
+        help="token-review: identify callers by bearer token and impersonate them; "
+        "local: read as the kubeconfig identity (loopback only)",
+    )
+    serve.add_argument(
+        "--allow-get-queries", action="store_true", default=_env_bool("allow_get_queries")
+    )
+    serve.add_argument("--no-graphiql", action="store_true", default=_env_bool("no_graphiql"))
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=int(_env("max_body_bytes", "65536") or 0)
+    )
+    serve.add_argument(
+        "--request-timeout", type=float, default=float(_env("request_timeout", "20") or 0)
+    )
+    serve.add_argument("--max-depth", type=int, default=int(_env("max_depth", "12") or 0))
+    serve.add_argument("--max-aliases", type=int, default=int(_env("max_aliases", "30") or 0))
+    serve.add_argument("--max-tokens", type=int, default=int(_env("max_tokens", "2000") or 0))
+    serve.add_argument(
+        "--api-call-budget", type=int, default=int(_env("api_call_budget", "200") or 0)
+    )
+    serve.add_argument("--max-page-size", type=int, default=int(_env("max_page_size", "100") or 0))
+    serve.add_argument(
+        "--authz-cache-ttl", type=float, default=float(_env("authz_cache_ttl", "10") or 0)
+    )
+    serve.add_argument("--log-level", default=_env("log_level", "info"))
+
+    commands.add_parser("schema", help="print the GraphQL schema (SDL)")
+    return parser
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(
+                ipaddress.ip_address(info[4][0]).is_loopback
+                for info in socket.getaddrinfo(host, None)
+            )
+        except OSError:
+            return False
+
+
+def settings_from(args: argparse.Namespace) -> ServerSettings:
+    return ServerSettings(
+        kubeconfig=args.kubeconfig,
+        kube_context=args.context,
+        in_cluster=args.in_cluster,
+        auth_mode=AuthMode(args.auth_mode),
+        allow_get_queries=args.allow_get_queries,
+        graphiql=not args.no_graphiql,
+        max_body_bytes=args.max_body_bytes,
+        request_timeout_seconds=args.request_timeout,
+        authz_cache_ttl_seconds=args.authz_cache_ttl,
+        query_limits=QueryLimits(
+            max_depth=args.max_depth, max_aliases=args.max_aliases, max_tokens=args.max_tokens
+        ),
+        request_limits=RequestLimits(
+            api_call_budget=args.api_call_budget,
+            deadline_seconds=args.request_timeout,
+            max_page_size=args.max_page_size,
+        ),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "schema":
+        sys.stdout.write(schema_sdl())
+        return 0
+
+    import uvicorn
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = settings_from(args)
+    if settings.auth_mode is AuthMode.LOCAL and not is_loopback(args.host):
+        # Local mode lends the kubeconfig's identity to anyone who can connect.
+        print("--auth-mode local binds to a loopback address only", file=sys.stderr)
+        return 2
+    uvicorn.run(
+        build_app(settings),
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level.lower(),
+        # The request line is logged, headers are not: tokens stay out of the log.
+        access_log=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

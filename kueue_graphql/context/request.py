@@ -1,0 +1,66 @@
+"""The object every resolver receives as `info.context`.
+
+A new one is made for every HTTP request, so nothing in it (loaders, memoized identity, API-call
+meter) can outlive the request or be seen by another caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.authz import Authorizer
+from kueue_graphql.kube.client import ApiCallMeter, KubeClient
+from kueue_graphql.kube.reads import RequestReads
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    api_call_budget: int = 200
+    deadline_seconds: float = 20.0
+    max_page_size: int = 100
+
+
+class LazyIdentity:
+    """Authenticates on first use, once per request.
+
+    Deferring the TokenReview until a resolver needs the identity means a query that fails
+    validation (too deep, too many aliases, malformed) is refused before any API call.
+    """
+
+    def __init__(self, authenticate: Callable[[], Awaitable[Identity]]) -> None:
+        self._authenticate = authenticate
+        self._task: asyncio.Task[Identity] | None = None
+
+    async def __call__(self) -> Identity:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._authenticate())
+        return await asyncio.shield(self._task)
+
+
+@dataclass
+class RequestContext:
+    reads: RequestReads
+    meter: ApiCallMeter
+    identity: LazyIdentity
+    limits: RequestLimits
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        client: KubeClient,
+        authorizer: Authorizer,
+        authenticate: Callable[[ApiCallMeter], Awaitable[Identity]],
+        impersonate: bool,
+        limits: RequestLimits,
+    ) -> RequestContext:
+        meter = ApiCallMeter(
+            budget=limits.api_call_budget, deadline=time.monotonic() + limits.deadline_seconds
+        )
+        identity = LazyIdentity(lambda: authenticate(meter))
+        reads = RequestReads(client, authorizer, identity, impersonate=impersonate, meter=meter)
+        return cls(reads=reads, meter=meter, identity=identity, limits=limits)

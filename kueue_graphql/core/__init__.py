@@ -1,0 +1,1 @@
+"""Pure logic without I/O: identities, error codes, quantities, conditions, requests."""

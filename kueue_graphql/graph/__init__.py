@@ -1,0 +1,1 @@
+"""The typed graph: one module per kind, the root Query composed in `query.py`."""

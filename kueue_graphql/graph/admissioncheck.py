@@ -1,0 +1,43 @@
+"""AdmissionCheck: an extra gate a ClusterQueue can require before admission."""
+
+from __future__ import annotations
+
+import strawberry
+
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import JSON, Condition, Info, conditions, reads, spec
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.resources import ADMISSION_CHECK
+
+
+@strawberry.type(description="kueue.x-k8s.io/v1beta2 AdmissionCheck.")
+class AdmissionCheck(KubeObject):
+    RESOURCE = ADMISSION_CHECK
+
+    @strawberry.field
+    async def controller_name(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("controllerName")
+
+    @strawberry.field
+    async def parameters(self, info: Info) -> JSON | None:
+        return spec(await self.obj(info)).get("parameters")
+
+    @strawberry.field
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        return conditions(await self.obj(info))
+
+
+@strawberry.type
+class AdmissionCheckQuery:
+    @strawberry.field
+    async def admission_check(self, info: Info, name: str) -> AdmissionCheck | None:
+        return AdmissionCheck.from_json(await reads(info).get(ADMISSION_CHECK, None, name))
+
+    @strawberry.field
+    async def admission_checks(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[AdmissionCheck] | None:
+        items = await reads(info).list_objects(ADMISSION_CHECK)
+        return paginate(
+            items, first, after, info.context.limits.max_page_size, AdmissionCheck.from_json
+        )

@@ -1,0 +1,268 @@
+"""ClusterQueue: quota, cohort membership, usage, and the queues and workloads it serves."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Annotated, Any
+
+import strawberry
+
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import (
+    JSON,
+    Condition,
+    FlavorUsage,
+    Info,
+    conditions,
+    field,
+    flavor_usages,
+    maybe_quantity,
+    metadata,
+    reads,
+    spec,
+    status,
+)
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.reads import RequestReads
+from kueue_graphql.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
+
+if TYPE_CHECKING:
+    from kueue_graphql.graph.cohort import Cohort
+    from kueue_graphql.graph.localqueue import LocalQueue
+    from kueue_graphql.graph.resourceflavor import ResourceFlavor
+    from kueue_graphql.graph.workload import Workload, WorkloadStatus
+
+
+@strawberry.type(description="Quota of one resource in one flavor; text plus exact amounts.")
+class ResourceQuota:
+    name: str
+    nominal_quota: str | None
+    nominal_quota_amount: Decimal | None
+    borrowing_limit: str | None = strawberry.field(description="null: no limit.")
+    borrowing_limit_amount: Decimal | None
+    lending_limit: str | None = strawberry.field(description="null: no limit.")
+    lending_limit_amount: Decimal | None
+
+
+@strawberry.type
+class FlavorQuotas:
+    name: str
+    resources: list[ResourceQuota]
+
+    @strawberry.field
+    def flavor(
+        self,
+    ) -> Annotated[ResourceFlavor, strawberry.lazy("kueue_graphql.graph.resourceflavor")]:
+        from kueue_graphql.graph.resourceflavor import ResourceFlavor
+
+        return ResourceFlavor.ref(self.name)
+
+
+@strawberry.type
+class ResourceGroup:
+    covered_resources: list[str]
+    flavors: list[FlavorQuotas]
+
+
+def resource_groups(groups: Sequence[Mapping[str, Any]] | None) -> list[ResourceGroup]:
+    result = []
+    for group in groups or []:
+        flavors = []
+        for flavor in group.get("flavors") or []:
+            quotas = []
+            for resource in flavor.get("resources") or []:
+                nominal, nominal_amount = maybe_quantity(resource.get("nominalQuota"))
+                borrowing, borrowing_amount = maybe_quantity(resource.get("borrowingLimit"))
+                lending, lending_amount = maybe_quantity(resource.get("lendingLimit"))
+                quotas.append(
+                    ResourceQuota(
+                        name=str(resource.get("name", "")),
+                        nominal_quota=nominal,
+                        nominal_quota_amount=nominal_amount,
+                        borrowing_limit=borrowing,
+                        borrowing_limit_amount=borrowing_amount,
+                        lending_limit=lending,
+                        lending_limit_amount=lending_amount,
+                    )
+                )
+            flavors.append(FlavorQuotas(name=str(flavor.get("name", "")), resources=quotas))
+        result.append(
+            ResourceGroup(
+                covered_resources=[str(r) for r in group.get("coveredResources") or []],
+                flavors=flavors,
+            )
+        )
+    return result
+
+
+def flavor_names(cluster_queue: JsonObject) -> set[str]:
+    return {
+        str(flavor.get("name"))
+        for group in spec(cluster_queue).get("resourceGroups") or []
+        for flavor in group.get("flavors") or []
+    }
+
+
+async def workloads_in_cluster_queue(
+    reads_: RequestReads, cluster_queue: str, workloads: Sequence[JsonObject]
+) -> list[JsonObject]:
+    """Workloads admitted to `cluster_queue`, or pending in one of its LocalQueues.
+
+    Pending Workloads carry no ClusterQueue name, so each one's LocalQueue is looked up (one
+    read per distinct LocalQueue, batched by the request's loader).
+    """
+    queue_keys: set[tuple[str, str]] = {
+        (str(metadata(w).get("namespace")), str(spec(w).get("queueName")))
+        for w in workloads
+        if not (status(w).get("admission") or {}).get("clusterQueue") and spec(w).get("queueName")
+    }
+    ordered = sorted(queue_keys, key=str)
+    found = await asyncio.gather(
+        *(reads_.find(LOCAL_QUEUE, ns, name) for ns, name in ordered), return_exceptions=True
+    )
+    queue_target = {
+        key: spec(lq).get("clusterQueue") if isinstance(lq, dict) else None
+        for key, lq in zip(ordered, found, strict=True)
+    }
+    result = []
+    for workload in workloads:
+        admitted_in = (status(workload).get("admission") or {}).get("clusterQueue")
+        key = (str(metadata(workload).get("namespace")), str(spec(workload).get("queueName")))
+        if admitted_in == cluster_queue or (
+            not admitted_in and queue_target.get(key) == cluster_queue
+        ):
+            result.append(workload)
+    return result
+
+
+@strawberry.type(description="kueue.x-k8s.io/v1beta2 ClusterQueue.")
+class ClusterQueue(KubeObject):
+    RESOURCE = CLUSTER_QUEUE
+
+    @strawberry.field
+    async def cohort_name(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("cohortName")
+
+    @field(description="The cohort, explicit (a Cohort object) or implicit (a name).")
+    async def cohort(
+        self, info: Info
+    ) -> Annotated[Cohort, strawberry.lazy("kueue_graphql.graph.cohort")] | None:
+        from kueue_graphql.graph.cohort import Cohort
+
+        name = spec(await self.obj(info)).get("cohortName")
+        return Cohort(name=name) if name else None
+
+    @strawberry.field
+    async def resource_groups(self, info: Info) -> list[ResourceGroup] | None:
+        return resource_groups(spec(await self.obj(info)).get("resourceGroups"))
+
+    @strawberry.field
+    async def flavors(
+        self, info: Info
+    ) -> (
+        list[Annotated[ResourceFlavor, strawberry.lazy("kueue_graphql.graph.resourceflavor")]]
+        | None
+    ):
+        from kueue_graphql.graph.resourceflavor import ResourceFlavor
+
+        return [ResourceFlavor.ref(name) for name in sorted(flavor_names(await self.obj(info)))]
+
+    @strawberry.field
+    async def queueing_strategy(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("queueingStrategy")
+
+    @strawberry.field
+    async def namespace_selector(self, info: Info) -> JSON | None:
+        return spec(await self.obj(info)).get("namespaceSelector")
+
+    @strawberry.field
+    async def preemption(self, info: Info) -> JSON | None:
+        return spec(await self.obj(info)).get("preemption")
+
+    @strawberry.field
+    async def flavor_fungibility(self, info: Info) -> JSON | None:
+        return spec(await self.obj(info)).get("flavorFungibility")
+
+    @strawberry.field
+    async def admission_checks_strategy(self, info: Info) -> JSON | None:
+        return spec(await self.obj(info)).get("admissionChecksStrategy")
+
+    @strawberry.field
+    async def stop_policy(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("stopPolicy")
+
+    @strawberry.field
+    async def fair_sharing(self, info: Info) -> JSON | None:
+        return spec(await self.obj(info)).get("fairSharing")
+
+    @strawberry.field
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        return conditions(await self.obj(info))
+
+    @strawberry.field
+    async def flavors_reservation(self, info: Info) -> list[FlavorUsage] | None:
+        return flavor_usages(status(await self.obj(info)).get("flavorsReservation"))
+
+    @strawberry.field
+    async def flavors_usage(self, info: Info) -> list[FlavorUsage] | None:
+        return flavor_usages(status(await self.obj(info)).get("flavorsUsage"))
+
+    @strawberry.field
+    async def pending_workloads(self, info: Info) -> int | None:
+        return status(await self.obj(info)).get("pendingWorkloads")
+
+    @strawberry.field
+    async def reserving_workloads(self, info: Info) -> int | None:
+        return status(await self.obj(info)).get("reservingWorkloads")
+
+    @strawberry.field
+    async def admitted_workloads(self, info: Info) -> int | None:
+        return status(await self.obj(info)).get("admittedWorkloads")
+
+    @field(description="LocalQueues (in any namespace) pointing at this ClusterQueue.")
+    async def local_queues(
+        self, info: Info
+    ) -> list[Annotated[LocalQueue, strawberry.lazy("kueue_graphql.graph.localqueue")]] | None:
+        from kueue_graphql.graph.localqueue import LocalQueue
+
+        items = await reads(info).list_objects(LOCAL_QUEUE)
+        return [
+            LocalQueue.from_json(q) for q in items if spec(q).get("clusterQueue") == self.ref_name
+        ]
+
+    @field(description="Workloads admitted here or pending in one of its LocalQueues.")
+    async def workloads(
+        self,
+        info: Info,
+        status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
+        | None = None,
+    ) -> list[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
+        from kueue_graphql.graph.workload import Workload, matches
+
+        reads_ = reads(info)
+        candidates = [w for w in await reads_.list_objects(WORKLOAD) if matches(w, status, None)]
+        mine = await workloads_in_cluster_queue(reads_, self.ref_name, candidates)
+        return [Workload.from_json(w) for w in mine]
+
+
+@strawberry.type
+class ClusterQueueQuery:
+    @strawberry.field
+    async def cluster_queue(self, info: Info, name: str) -> ClusterQueue | None:
+        return ClusterQueue.from_json(await reads(info).get(CLUSTER_QUEUE, None, name))
+
+    @strawberry.field
+    async def cluster_queues(
+        self, info: Info, first: int, after: str | None = None, cohort: str | None = None
+    ) -> Connection[ClusterQueue] | None:
+        items = [
+            q
+            for q in await reads(info).list_objects(CLUSTER_QUEUE)
+            if cohort is None or spec(q).get("cohortName") == cohort
+        ]
+        return paginate(
+            items, first, after, info.context.limits.max_page_size, ClusterQueue.from_json
+        )

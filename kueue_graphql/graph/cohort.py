@@ -1,0 +1,124 @@
+"""Cohort: explicit (a Cohort object) or implicit (only named by ClusterQueues' cohortName)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+
+from kueue_graphql.core.errors import NotFoundError
+from kueue_graphql.graph.clusterqueue import ClusterQueue, ResourceGroup, resource_groups
+from kueue_graphql.graph.common import JSON, Info, as_json, field, metadata, reads, spec
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT
+
+if TYPE_CHECKING:
+    from kueue_graphql.graph.event import Event
+
+
+@strawberry.type(
+    description="A Cohort. Kueue lets a cohort exist only as a ClusterQueue's `cohortName`; "
+    "such an implicit cohort has `explicit: false`, no parent and no object of its own."
+)
+class Cohort:
+    name: str
+
+    async def obj(self, info: Info) -> JsonObject | None:
+        return await reads(info).find(COHORT, None, self.name)
+
+    @field(description="Whether a Cohort object exists for this name.")
+    async def explicit(self, info: Info) -> bool | None:
+        return await self.obj(info) is not None
+
+    @strawberry.field
+    async def parent_name(self, info: Info) -> str | None:
+        obj = await self.obj(info)
+        return spec(obj).get("parentName") if obj else None
+
+    @strawberry.field
+    async def parent(self, info: Info) -> Cohort | None:
+        obj = await self.obj(info)
+        parent = spec(obj).get("parentName") if obj else None
+        return Cohort(name=parent) if parent else None
+
+    @strawberry.field
+    async def resource_groups(self, info: Info) -> list[ResourceGroup] | None:
+        obj = await self.obj(info)
+        return resource_groups(spec(obj).get("resourceGroups")) if obj else []
+
+    @strawberry.field
+    async def fair_sharing(self, info: Info) -> JSON | None:
+        obj = await self.obj(info)
+        return spec(obj).get("fairSharing") if obj else None
+
+    @field(description="The Cohort object's JSON; null for an implicit cohort.")
+    async def raw(self, info: Info) -> JSON | None:
+        return as_json(await self.obj(info))
+
+    @field(description="ClusterQueues whose `cohortName` is this cohort.")
+    async def members(self, info: Info) -> list[ClusterQueue] | None:
+        items = await reads(info).list_objects(CLUSTER_QUEUE)
+        return [ClusterQueue.from_json(q) for q in items if spec(q).get("cohortName") == self.name]
+
+    @field(description="Cohorts whose `parentName` is this cohort.")
+    async def children(self, info: Info) -> list[Cohort] | None:
+        items = await reads(info).list_objects(COHORT)
+        return sorted(
+            (
+                Cohort(name=str(metadata(c).get("name")))
+                for c in items
+                if spec(c).get("parentName") == self.name
+            ),
+            key=lambda c: c.name,
+        )
+
+    @strawberry.field
+    async def events(
+        self, info: Info
+    ) -> list[Annotated[Event, strawberry.lazy("kueue_graphql.graph.event")]] | None:
+        from kueue_graphql.graph.event import Event
+
+        obj = await self.obj(info)
+        if obj is None:
+            return []
+        return [Event.from_json(e) for e in await reads(info).events_for(obj)]
+
+
+async def all_cohort_names(info: Info) -> list[str]:
+    """Explicit cohorts, their parents, and every cohortName a ClusterQueue uses."""
+    reads_ = reads(info)
+    names = set()
+    for cohort in await reads_.list_objects(COHORT):
+        names.add(str(metadata(cohort).get("name")))
+        if spec(cohort).get("parentName"):
+            names.add(str(spec(cohort)["parentName"]))
+    for queue in await reads_.list_objects(CLUSTER_QUEUE):
+        if spec(queue).get("cohortName"):
+            names.add(str(spec(queue)["cohortName"]))
+    return sorted(names)
+
+
+@strawberry.type
+class CohortQuery:
+    @field(description="A cohort by name, explicit or implicit.")
+    async def cohort(self, info: Info, name: str) -> Cohort | None:
+        if await reads(info).find(COHORT, None, name) is not None:
+            return Cohort(name=name)
+        if name in await all_cohort_names(info):
+            return Cohort(name=name)
+        raise NotFoundError("Cohort", name)
+
+    @field(description="All cohorts, explicit and implicit.")
+    async def cohorts(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[Cohort] | None:
+        names = await all_cohort_names(info)
+        fake = [{"metadata": {"name": n}} for n in names]
+        return paginate(
+            fake,
+            first,
+            after,
+            info.context.limits.max_page_size,
+            lambda o: Cohort(name=str(o["metadata"]["name"])),
+        )

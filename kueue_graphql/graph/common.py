@@ -1,0 +1,196 @@
+"""Small value types shared by several kinds, and helpers to reach the request context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any, TypeVar, cast
+
+import strawberry
+
+from kueue_graphql.context import RequestContext
+from kueue_graphql.core.quantity import Quantity, decimal_text, format_quantity, parse_quantity
+from kueue_graphql.kube.reads import RequestReads
+
+Info = strawberry.Info[RequestContext, None]
+JSON = strawberry.scalars.JSON
+
+
+def reads(info: Info) -> RequestReads:
+    return info.context.reads
+
+
+def exact(quantity: Quantity) -> Decimal:
+    # Decimal serializes as a string in GraphQL: exact, unlike Float.
+    return Decimal(decimal_text(quantity.amount))
+
+
+def maybe_quantity(value: object) -> tuple[str | None, Decimal | None]:
+    """(Kubernetes string, exact number) of an optional quantity field."""
+    if value is None:
+        return None, None
+    try:
+        quantity = parse_quantity(value)  # type: ignore[arg-type]
+    except ValueError:
+        return str(value), None
+    return str(value), exact(quantity)
+
+
+@strawberry.type(description="A status condition, as in `status.conditions`.")
+class Condition:
+    type: str
+    status: str
+    reason: str | None
+    message: str | None
+    last_transition_time: str | None
+    observed_generation: int | None
+
+    @classmethod
+    def from_json(cls, condition: Mapping[str, Any]) -> Condition:
+        return cls(
+            type=str(condition.get("type", "")),
+            status=str(condition.get("status", "")),
+            reason=condition.get("reason"),
+            message=condition.get("message"),
+            last_transition_time=condition.get("lastTransitionTime"),
+            observed_generation=condition.get("observedGeneration"),
+        )
+
+
+def conditions(obj: Mapping[str, Any]) -> list[Condition]:
+    return [Condition.from_json(c) for c in (obj.get("status") or {}).get("conditions") or []]
+
+
+@strawberry.type(description="An amount of one resource: Kubernetes text and exact number.")
+class ResourceQuantity:
+    resource: str
+    quantity: str = strawberry.field(description='Kubernetes notation, e.g. "500m", "768Mi".')
+    amount: Decimal = strawberry.field(description='Exact number, e.g. "0.5", "805306368".')
+
+    @classmethod
+    def of(cls, resource: str, quantity: Quantity) -> ResourceQuantity:
+        return cls(resource=resource, quantity=format_quantity(quantity), amount=exact(quantity))
+
+    @classmethod
+    def from_text(cls, resource: str, text: object) -> ResourceQuantity:
+        try:
+            quantity = parse_quantity(text)  # type: ignore[arg-type]
+        except ValueError:
+            # Keep what the object says even if it cannot be parsed; amount has no sensible value.
+            return cls(resource=resource, quantity=str(text), amount=Decimal(0))
+        return cls(resource=resource, quantity=str(text), amount=exact(quantity))
+
+
+def resource_list(resources: Mapping[str, Any] | None) -> list[ResourceQuantity]:
+    """A `ResourceList` map ({cpu: "1"}) as a list, sorted by resource name."""
+    return [
+        ResourceQuantity.from_text(name, value) for name, value in sorted((resources or {}).items())
+    ]
+
+
+def quantities(resources: Mapping[str, Quantity]) -> list[ResourceQuantity]:
+    return [ResourceQuantity.of(name, q) for name, q in sorted(resources.items())]
+
+
+@strawberry.type
+class Taint:
+    key: str
+    value: str | None
+    effect: str
+
+
+def taints(items: Sequence[Mapping[str, Any]] | None) -> list[Taint]:
+    return [
+        Taint(key=str(t.get("key", "")), value=t.get("value"), effect=str(t.get("effect", "")))
+        for t in items or []
+    ]
+
+
+@strawberry.type
+class Toleration:
+    key: str | None
+    operator: str | None
+    value: str | None
+    effect: str | None
+    toleration_seconds: int | None
+
+
+def tolerations(items: Sequence[Mapping[str, Any]] | None) -> list[Toleration]:
+    return [
+        Toleration(
+            key=t.get("key"),
+            operator=t.get("operator"),
+            value=t.get("value"),
+            effect=t.get("effect"),
+            toleration_seconds=t.get("tolerationSeconds"),
+        )
+        for t in items or []
+    ]
+
+
+@strawberry.type(description="Usage of one resource in one flavor (`flavorsUsage[].resources`).")
+class ResourceUsage:
+    name: str
+    total: str | None
+    total_amount: Decimal | None
+    borrowed: str | None
+    borrowed_amount: Decimal | None
+
+
+@strawberry.type(description="`flavorsReservation[]` / `flavorsUsage[]` entry of a queue.")
+class FlavorUsage:
+    name: str
+    resources: list[ResourceUsage]
+
+
+def flavor_usages(items: Sequence[Mapping[str, Any]] | None) -> list[FlavorUsage]:
+    result = []
+    for flavor in items or []:
+        resources = []
+        for resource in flavor.get("resources") or []:
+            total, total_amount = maybe_quantity(resource.get("total"))
+            borrowed, borrowed_amount = maybe_quantity(resource.get("borrowed"))
+            resources.append(
+                ResourceUsage(
+                    name=str(resource.get("name", "")),
+                    total=total,
+                    total_amount=total_amount,
+                    borrowed=borrowed,
+                    borrowed_amount=borrowed_amount,
+                )
+            )
+        result.append(FlavorUsage(name=str(flavor.get("name", "")), resources=resources))
+    return result
+
+
+def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("status") or {}
+
+
+def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def field(*, description: str | None = None, name: str | None = None) -> Callable[[F], F]:
+    """`@strawberry.field(description=...)` that keeps the resolver's type for mypy.
+
+    strawberry's keyword-only overload of `field` returns Any, which strict mypy rejects as an
+    untyped decorator.
+    """
+
+    def decorate(resolver: F) -> F:
+        return cast(F, strawberry.field(resolver, description=description, name=name))
+
+    return decorate
+
+
+def as_json(value: object) -> JSON:
+    """Mark plain JSON data (dicts, lists, strings, numbers) as the JSON scalar for mypy."""
+    return cast(JSON, value)

@@ -1,0 +1,120 @@
+"""batch/v1 Job: the usual owner of a Workload, and the parent of its Pods."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+
+from kueue_graphql.core.errors import NotFoundError
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import (
+    Condition,
+    Info,
+    conditions,
+    field,
+    metadata,
+    reads,
+    spec,
+    status,
+)
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.resources import JOB, POD
+
+if TYPE_CHECKING:
+    from kueue_graphql.graph.pod import Pod
+    from kueue_graphql.graph.workload import Workload
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+
+
+@strawberry.type(description="batch/v1 Job.")
+class Job(KubeObject):
+    RESOURCE = JOB
+
+    @field(description="The `kueue.x-k8s.io/queue-name` label: its LocalQueue.")
+    async def queue_name(self, info: Info) -> str | None:
+        return (metadata(await self.obj(info)).get("labels") or {}).get(QUEUE_NAME_LABEL)
+
+    @strawberry.field
+    async def suspend(self, info: Info) -> bool | None:
+        return bool(spec(await self.obj(info)).get("suspend", False))
+
+    @strawberry.field
+    async def parallelism(self, info: Info) -> int | None:
+        return spec(await self.obj(info)).get("parallelism")
+
+    @strawberry.field
+    async def completions(self, info: Info) -> int | None:
+        return spec(await self.obj(info)).get("completions")
+
+    @strawberry.field
+    async def active(self, info: Info) -> int | None:
+        return int(status(await self.obj(info)).get("active", 0))
+
+    @strawberry.field
+    async def succeeded(self, info: Info) -> int | None:
+        return int(status(await self.obj(info)).get("succeeded", 0))
+
+    @strawberry.field
+    async def failed(self, info: Info) -> int | None:
+        return int(status(await self.obj(info)).get("failed", 0))
+
+    @strawberry.field
+    async def start_time(self, info: Info) -> str | None:
+        return status(await self.obj(info)).get("startTime")
+
+    @strawberry.field
+    async def completion_time(self, info: Info) -> str | None:
+        return status(await self.obj(info)).get("completionTime")
+
+    @strawberry.field
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        return conditions(await self.obj(info))
+
+    @field(description="Pods this Job created (by its controller-uid label).")
+    async def pods(
+        self, info: Info
+    ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
+        from kueue_graphql.graph.pod import Pod
+
+        uid = metadata(await self.obj(info)).get("uid")
+        items = await reads(info).list_objects(
+            POD, self.ref_namespace, label_selector=f"{CONTROLLER_UID_LABEL}={uid}"
+        )
+        return sorted((Pod.from_json(p) for p in items), key=lambda p: p.ref_name)
+
+    @field(description="The Workload Kueue created for this Job.")
+    async def workload(
+        self, info: Info
+    ) -> Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")] | None:
+        from kueue_graphql.graph.workload import Workload, find_workload_for
+
+        try:
+            found = await find_workload_for(
+                reads(info), self.ref_namespace or "", "Job", self.ref_name
+            )
+        except NotFoundError:
+            return None
+        return Workload.from_json(found)
+
+
+@strawberry.type
+class JobQuery:
+    @strawberry.field
+    async def job(self, info: Info, namespace: str, name: str) -> Job | None:
+        return Job.from_json(await reads(info).get(JOB, namespace, name))
+
+    @strawberry.field
+    async def jobs(
+        self,
+        info: Info,
+        first: int,
+        after: str | None = None,
+        namespace: str | None = None,
+        local_queue: str | None = None,
+    ) -> Connection[Job] | None:
+        selector = f"{QUEUE_NAME_LABEL}={local_queue}" if local_queue else None
+        items = await reads(info).list_objects(JOB, namespace, label_selector=selector)
+        return paginate(items, first, after, info.context.limits.max_page_size, Job.from_json)

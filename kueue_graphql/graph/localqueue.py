@@ -1,0 +1,114 @@
+"""LocalQueue: a namespace's door into a ClusterQueue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import (
+    JSON,
+    Condition,
+    FlavorUsage,
+    Info,
+    conditions,
+    field,
+    flavor_usages,
+    reads,
+    spec,
+    status,
+)
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.resources import LOCAL_QUEUE, WORKLOAD
+
+if TYPE_CHECKING:
+    from kueue_graphql.graph.clusterqueue import ClusterQueue
+    from kueue_graphql.graph.workload import Workload, WorkloadStatus
+
+
+@strawberry.type(description="kueue.x-k8s.io/v1beta2 LocalQueue.")
+class LocalQueue(KubeObject):
+    RESOURCE = LOCAL_QUEUE
+
+    @field(description="`spec.clusterQueue`: the ClusterQueue's name.")
+    async def cluster_queue_name(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("clusterQueue")
+
+    @field(description="The ClusterQueue; `name` needs no access to it.")
+    async def cluster_queue(
+        self, info: Info
+    ) -> Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")] | None:
+        from kueue_graphql.graph.clusterqueue import ClusterQueue
+
+        name = spec(await self.obj(info)).get("clusterQueue")
+        return ClusterQueue.ref(name) if name else None
+
+    @strawberry.field
+    async def stop_policy(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("stopPolicy")
+
+    @strawberry.field
+    async def fair_sharing(self, info: Info) -> JSON | None:
+        return spec(await self.obj(info)).get("fairSharing")
+
+    @strawberry.field
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        return conditions(await self.obj(info))
+
+    @strawberry.field
+    async def pending_workloads(self, info: Info) -> int | None:
+        return status(await self.obj(info)).get("pendingWorkloads")
+
+    @strawberry.field
+    async def reserving_workloads(self, info: Info) -> int | None:
+        return status(await self.obj(info)).get("reservingWorkloads")
+
+    @strawberry.field
+    async def admitted_workloads(self, info: Info) -> int | None:
+        return status(await self.obj(info)).get("admittedWorkloads")
+
+    @strawberry.field
+    async def flavors_reservation(self, info: Info) -> list[FlavorUsage] | None:
+        return flavor_usages(status(await self.obj(info)).get("flavorsReservation"))
+
+    @strawberry.field
+    async def flavors_usage(self, info: Info) -> list[FlavorUsage] | None:
+        return flavor_usages(status(await self.obj(info)).get("flavorsUsage"))
+
+    @field(description="Workloads submitted to this LocalQueue.")
+    async def workloads(
+        self,
+        info: Info,
+        status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
+        | None = None,
+    ) -> list[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
+        from kueue_graphql.graph.workload import Workload, matches
+
+        items = await reads(info).list_objects(WORKLOAD, self.ref_namespace)
+        return [Workload.from_json(w) for w in items if matches(w, status, self.ref_name)]
+
+
+@strawberry.type
+class LocalQueueQuery:
+    @strawberry.field
+    async def local_queue(self, info: Info, namespace: str, name: str) -> LocalQueue | None:
+        return LocalQueue.from_json(await reads(info).get(LOCAL_QUEUE, namespace, name))
+
+    @strawberry.field
+    async def local_queues(
+        self,
+        info: Info,
+        first: int,
+        after: str | None = None,
+        namespace: str | None = None,
+        cluster_queue: str | None = None,
+    ) -> Connection[LocalQueue] | None:
+        items = [
+            q
+            for q in await reads(info).list_objects(LOCAL_QUEUE, namespace)
+            if cluster_queue is None or spec(q).get("clusterQueue") == cluster_queue
+        ]
+        return paginate(
+            items, first, after, info.context.limits.max_page_size, LocalQueue.from_json
+        )

@@ -1,0 +1,64 @@
+"""core/v1 Node."""
+
+from __future__ import annotations
+
+import strawberry
+
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import (
+    Condition,
+    Info,
+    ResourceQuantity,
+    Taint,
+    conditions,
+    reads,
+    resource_list,
+    spec,
+    status,
+    taints,
+)
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.resources import NODE
+
+
+@strawberry.type(description="core/v1 Node.")
+class Node(KubeObject):
+    RESOURCE = NODE
+
+    @strawberry.field
+    async def taints(self, info: Info) -> list[Taint] | None:
+        return taints(spec(await self.obj(info)).get("taints"))
+
+    @strawberry.field
+    async def unschedulable(self, info: Info) -> bool | None:
+        return bool(spec(await self.obj(info)).get("unschedulable", False))
+
+    @strawberry.field
+    async def allocatable(self, info: Info) -> list[ResourceQuantity] | None:
+        return resource_list(status(await self.obj(info)).get("allocatable"))
+
+    @strawberry.field
+    async def capacity(self, info: Info) -> list[ResourceQuantity] | None:
+        return resource_list(status(await self.obj(info)).get("capacity"))
+
+    @strawberry.field
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        return conditions(await self.obj(info))
+
+
+@strawberry.type
+class NodeQuery:
+    @strawberry.field
+    async def node(self, info: Info, name: str) -> Node | None:
+        return Node.from_json(await reads(info).get(NODE, None, name))
+
+    @strawberry.field
+    async def nodes(
+        self,
+        info: Info,
+        first: int,
+        after: str | None = None,
+        label_selector: str | None = None,
+    ) -> Connection[Node] | None:
+        items = await reads(info).list_objects(NODE, label_selector=label_selector)
+        return paginate(items, first, after, info.context.limits.max_page_size, Node.from_json)

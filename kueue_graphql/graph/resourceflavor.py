@@ -1,0 +1,95 @@
+"""ResourceFlavor: a kind of node, and which ClusterQueues offer it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import strawberry
+
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import (
+    JSON,
+    Info,
+    Taint,
+    Toleration,
+    as_json,
+    field,
+    reads,
+    spec,
+    taints,
+    tolerations,
+)
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.resources import CLUSTER_QUEUE, NODE, RESOURCE_FLAVOR
+
+if TYPE_CHECKING:
+    from kueue_graphql.graph.clusterqueue import ClusterQueue
+    from kueue_graphql.graph.node import Node
+    from kueue_graphql.graph.topology import Topology
+
+
+@strawberry.type(description="kueue.x-k8s.io/v1beta2 ResourceFlavor.")
+class ResourceFlavor(KubeObject):
+    RESOURCE = RESOURCE_FLAVOR
+
+    @strawberry.field
+    async def node_labels(self, info: Info) -> JSON | None:
+        return as_json(dict(spec(await self.obj(info)).get("nodeLabels") or {}))
+
+    @strawberry.field
+    async def node_taints(self, info: Info) -> list[Taint] | None:
+        return taints(spec(await self.obj(info)).get("nodeTaints"))
+
+    @strawberry.field
+    async def tolerations(self, info: Info) -> list[Toleration] | None:
+        return tolerations(spec(await self.obj(info)).get("tolerations"))
+
+    @strawberry.field
+    async def topology_name(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("topologyName")
+
+    @strawberry.field
+    async def topology(
+        self, info: Info
+    ) -> Annotated[Topology, strawberry.lazy("kueue_graphql.graph.topology")] | None:
+        from kueue_graphql.graph.topology import Topology
+
+        name = spec(await self.obj(info)).get("topologyName")
+        return Topology.ref(name) if name else None
+
+    @field(description="ClusterQueues that offer this flavor.")
+    async def cluster_queues(
+        self, info: Info
+    ) -> list[Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")]] | None:
+        from kueue_graphql.graph.clusterqueue import ClusterQueue, flavor_names
+
+        items = await reads(info).list_objects(CLUSTER_QUEUE)
+        return [ClusterQueue.from_json(q) for q in items if self.ref_name in flavor_names(q)]
+
+    @field(description="Nodes carrying all of this flavor's `nodeLabels`.")
+    async def nodes(
+        self, info: Info
+    ) -> list[Annotated[Node, strawberry.lazy("kueue_graphql.graph.node")]] | None:
+        from kueue_graphql.graph.node import Node
+
+        labels = spec(await self.obj(info)).get("nodeLabels") or {}
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or None
+        return [
+            Node.from_json(n) for n in await reads(info).list_objects(NODE, label_selector=selector)
+        ]
+
+
+@strawberry.type
+class ResourceFlavorQuery:
+    @strawberry.field
+    async def resource_flavor(self, info: Info, name: str) -> ResourceFlavor | None:
+        return ResourceFlavor.from_json(await reads(info).get(RESOURCE_FLAVOR, None, name))
+
+    @strawberry.field
+    async def resource_flavors(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[ResourceFlavor] | None:
+        items = await reads(info).list_objects(RESOURCE_FLAVOR)
+        return paginate(
+            items, first, after, info.context.limits.max_page_size, ResourceFlavor.from_json
+        )

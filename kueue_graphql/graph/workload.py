@@ -1,0 +1,393 @@
+"""Workload: the unit of admission, and the `workloadFor` entry point of the admission path."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import strawberry
+
+from kueue_graphql.core.conditions import workload_status
+from kueue_graphql.core.errors import NotFoundError
+from kueue_graphql.core.requests import podset_requests, total_requests
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import (
+    JSON,
+    Condition,
+    Info,
+    ResourceQuantity,
+    as_json,
+    conditions,
+    field,
+    metadata,
+    quantities,
+    reads,
+    resource_list,
+    spec,
+    status,
+)
+from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.reads import RequestReads
+from kueue_graphql.kube.resources import LOCAL_QUEUE, OWNER_KINDS, WORKLOAD
+
+if TYPE_CHECKING:
+    from kueue_graphql.graph.clusterqueue import ClusterQueue
+    from kueue_graphql.graph.job import Job
+    from kueue_graphql.graph.localqueue import LocalQueue
+    from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
+
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+@strawberry.enum(description="kueuectl's workload status: the furthest stage reached.")
+class WorkloadStatus(Enum):
+    PENDING = "pending"
+    QUOTARESERVED = "quotareserved"
+    ADMITTED = "admitted"
+    FINISHED = "finished"
+
+
+@strawberry.type(description="A pod set with its requests per pod and for all `count` pods.")
+class PodSet:
+    name: str
+    count: int
+    min_count: int | None
+    requests: list[ResourceQuantity] = strawberry.field(description="Per pod.")
+    total_requests: list[ResourceQuantity] = strawberry.field(description="Per pod x count.")
+    template: JSON
+
+
+@strawberry.type
+class FlavorAssignment:
+    resource: str
+    flavor: str
+
+
+@strawberry.type
+class PodSetAssignment:
+    name: str
+    flavors: list[FlavorAssignment]
+    resource_usage: list[ResourceQuantity]
+    count: int | None
+
+
+@strawberry.type
+class Admission:
+    cluster_queue: str
+    pod_set_assignments: list[PodSetAssignment]
+
+
+@strawberry.type
+class AdmissionCheckState:
+    name: str
+    state: str
+    message: str | None
+    last_transition_time: str | None
+    retry_count: int | None
+
+
+@strawberry.type
+class RequeueState:
+    count: int | None
+    requeue_at: str | None
+
+
+@strawberry.type
+class PodSetRequestStatus:
+    name: str
+    resources: list[ResourceQuantity]
+
+
+@strawberry.type
+class PriorityClassRef:
+    group: str | None
+    kind: str | None
+    name: str
+
+
+@strawberry.type
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None
+
+
+def _controller_owner(obj: JsonObject) -> dict[str, Any] | None:
+    owners = metadata(obj).get("ownerReferences") or []
+    for owner in owners:
+        if owner.get("controller"):
+            return dict(owner)
+    return dict(owners[0]) if owners else None
+
+
+async def cluster_queue_name(reads_: RequestReads, workload: JsonObject) -> str | None:
+    """The ClusterQueue a Workload is (or would be) in, without reading the ClusterQueue.
+
+    Admitted: `status.admission.clusterQueue`. Pending: its LocalQueue's `spec.clusterQueue`,
+    which a namespace tenant may read even when the ClusterQueue itself is off limits.
+    """
+    admitted_in = (status(workload).get("admission") or {}).get("clusterQueue")
+    if admitted_in:
+        return str(admitted_in)
+    queue_name = spec(workload).get("queueName")
+    if not queue_name:
+        return None
+    local_queue = await reads_.find(LOCAL_QUEUE, metadata(workload).get("namespace"), queue_name)
+    if local_queue is None:
+        return None
+    name = spec(local_queue).get("clusterQueue")
+    return str(name) if name else None
+
+
+@strawberry.type(description="kueue.x-k8s.io/v1beta2 Workload.")
+class Workload(KubeObject):
+    RESOURCE = WORKLOAD
+
+    @strawberry.field
+    async def queue_name(self, info: Info) -> str | None:
+        return spec(await self.obj(info)).get("queueName")
+
+    @strawberry.field
+    async def active(self, info: Info) -> bool | None:
+        return bool(spec(await self.obj(info)).get("active", True))
+
+    @strawberry.field
+    async def priority(self, info: Info) -> int | None:
+        return spec(await self.obj(info)).get("priority")
+
+    @strawberry.field
+    async def priority_class_ref(self, info: Info) -> PriorityClassRef | None:
+        ref = spec(await self.obj(info)).get("priorityClassRef")
+        if not ref or not ref.get("name"):
+            return None
+        return PriorityClassRef(group=ref.get("group"), kind=ref.get("kind"), name=ref["name"])
+
+    @strawberry.field
+    async def maximum_execution_time_seconds(self, info: Info) -> int | None:
+        return spec(await self.obj(info)).get("maximumExecutionTimeSeconds")
+
+    @strawberry.field
+    async def pod_sets(self, info: Info) -> list[PodSet] | None:
+        obj = await self.obj(info)
+        specs = spec(obj).get("podSets") or []
+        return [
+            PodSet(
+                name=computed.name,
+                count=computed.count,
+                min_count=raw.get("minCount"),
+                requests=quantities(computed.per_pod),
+                total_requests=quantities(computed.total),
+                template=as_json(raw.get("template") or {}),
+            )
+            for raw, computed in zip(specs, podset_requests(obj), strict=True)
+        ]
+
+    @field(
+        description="What admission needs at once: every pod set's per-pod request x count, summed."
+    )
+    async def total_requests(self, info: Info) -> list[ResourceQuantity] | None:
+        return quantities(total_requests(podset_requests(await self.obj(info))))
+
+    @strawberry.field
+    async def status(self, info: Info) -> WorkloadStatus | None:
+        return WorkloadStatus(workload_status(await self.obj(info)))
+
+    @strawberry.field
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        return conditions(await self.obj(info))
+
+    @strawberry.field
+    async def admission(self, info: Info) -> Admission | None:
+        admission = status(await self.obj(info)).get("admission")
+        if not admission:
+            return None
+        return Admission(
+            cluster_queue=str(admission.get("clusterQueue", "")),
+            pod_set_assignments=[
+                PodSetAssignment(
+                    name=str(a.get("name", "")),
+                    flavors=[
+                        FlavorAssignment(resource=r, flavor=f)
+                        for r, f in sorted((a.get("flavors") or {}).items())
+                    ],
+                    resource_usage=resource_list(a.get("resourceUsage")),
+                    count=a.get("count"),
+                )
+                for a in admission.get("podSetAssignments") or []
+            ],
+        )
+
+    @strawberry.field
+    async def admission_checks(self, info: Info) -> list[AdmissionCheckState] | None:
+        return [
+            AdmissionCheckState(
+                name=str(c.get("name", "")),
+                state=str(c.get("state", "")),
+                message=c.get("message"),
+                last_transition_time=c.get("lastTransitionTime"),
+                retry_count=c.get("retryCount"),
+            )
+            for c in status(await self.obj(info)).get("admissionChecks") or []
+        ]
+
+    @strawberry.field
+    async def requeue_state(self, info: Info) -> RequeueState | None:
+        state = status(await self.obj(info)).get("requeueState")
+        if not state:
+            return None
+        return RequeueState(count=state.get("count"), requeue_at=state.get("requeueAt"))
+
+    @field(description="`status.resourceRequests` as Kueue computed it.")
+    async def resource_requests(self, info: Info) -> list[PodSetRequestStatus] | None:
+        return [
+            PodSetRequestStatus(
+                name=str(r.get("name", "")), resources=resource_list(r.get("resources"))
+            )
+            for r in status(await self.obj(info)).get("resourceRequests") or []
+        ]
+
+    @strawberry.field
+    async def accumulated_past_execution_time_seconds(self, info: Info) -> int | None:
+        return status(await self.obj(info)).get("accumulatedPastExecutionTimeSeconds")
+
+    @strawberry.field
+    async def owner_references(self, info: Info) -> list[OwnerReference] | None:
+        return [
+            OwnerReference(
+                api_version=str(o.get("apiVersion", "")),
+                kind=str(o.get("kind", "")),
+                name=str(o.get("name", "")),
+                uid=str(o.get("uid", "")),
+                controller=o.get("controller"),
+            )
+            for o in metadata(await self.obj(info)).get("ownerReferences") or []
+        ]
+
+    @field(description="The LocalQueue named by `spec.queueName`.")
+    async def local_queue(
+        self, info: Info
+    ) -> Annotated[LocalQueue, strawberry.lazy("kueue_graphql.graph.localqueue")] | None:
+        from kueue_graphql.graph.localqueue import LocalQueue
+
+        queue_name = spec(await self.obj(info)).get("queueName")
+        return LocalQueue.ref(queue_name, self.ref_namespace) if queue_name else None
+
+    @field(
+        description="The ClusterQueue from `status.admission`, else from the LocalQueue. Its "
+        "`name` needs no access to the ClusterQueue; other fields do."
+    )
+    async def cluster_queue(
+        self, info: Info
+    ) -> Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")] | None:
+        from kueue_graphql.graph.clusterqueue import ClusterQueue
+
+        name = await cluster_queue_name(reads(info), await self.obj(info))
+        return ClusterQueue.ref(name) if name else None
+
+    @strawberry.field
+    async def priority_class(
+        self, info: Info
+    ) -> (
+        Annotated[WorkloadPriorityClass, strawberry.lazy("kueue_graphql.graph.priorityclass")]
+        | None
+    ):
+        from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
+
+        ref = spec(await self.obj(info)).get("priorityClassRef") or {}
+        if ref.get("name") and ref.get("kind", "WorkloadPriorityClass") == "WorkloadPriorityClass":
+            return WorkloadPriorityClass.ref(ref["name"])
+        return None
+
+    @field(description="The owning batch/v1 Job, when the owner is one.")
+    async def job(
+        self, info: Info
+    ) -> Annotated[Job, strawberry.lazy("kueue_graphql.graph.job")] | None:
+        from kueue_graphql.graph.job import Job
+
+        owner = _controller_owner(await self.obj(info))
+        if (
+            owner
+            and owner.get("kind") == "Job"
+            and str(owner.get("apiVersion", "")).startswith("batch/")
+        ):
+            return Job.ref(str(owner["name"]), self.ref_namespace)
+        return None
+
+
+def matches(obj: JsonObject, status_filter: WorkloadStatus | None, local_queue: str | None) -> bool:
+    if status_filter is not None and workload_status(obj) != status_filter.value:
+        return False
+    return local_queue is None or spec(obj).get("queueName") == local_queue
+
+
+async def find_workload_for(
+    reads_: RequestReads, namespace: str, kind: str, name: str
+) -> JsonObject:
+    """The Workload a Job (or other owner) made, found by owner uid label when possible."""
+    owner_resource = OWNER_KINDS.get(kind)
+    owner_uid: str | None = None
+    if owner_resource is not None:
+        owner = await reads_.get(owner_resource, namespace, name)
+        owner_uid = metadata(owner).get("uid")
+    if owner_uid:
+        candidates = await reads_.list_objects(
+            WORKLOAD, namespace, label_selector=f"{JOB_UID_LABEL}={owner_uid}"
+        )
+    else:
+        candidates = await reads_.list_objects(WORKLOAD, namespace)
+
+    def owned(workload: JsonObject) -> bool:
+        for ref in metadata(workload).get("ownerReferences") or []:
+            if owner_uid and ref.get("uid") == owner_uid:
+                return True
+            if not owner_uid and ref.get("kind") == kind and ref.get("name") == name:
+                return True
+        return False
+
+    mine = [w for w in candidates if owned(w)]
+    if not mine:
+        raise NotFoundError(f"Workload for {kind}", name, namespace)
+    # A re-created owner can leave older Workloads behind: the newest one is the live one.
+    return max(mine, key=lambda w: str(metadata(w).get("creationTimestamp", "")))
+
+
+@strawberry.type
+class WorkloadQuery:
+    @strawberry.field
+    async def workload(self, info: Info, namespace: str, name: str) -> Workload | None:
+        return Workload.from_json(await reads(info).get(WORKLOAD, namespace, name))
+
+    @field(
+        description='The Workload created for an owner object, e.g. kind "Job"; the usual '
+        "start of the admission path."
+    )
+    async def workload_for(
+        self, info: Info, namespace: str, kind: str, name: str
+    ) -> Workload | None:
+        return Workload.from_json(await find_workload_for(reads(info), namespace, kind, name))
+
+    @field(description="Workloads, optionally of one namespace / LocalQueue / status.")
+    async def workloads(
+        self,
+        info: Info,
+        first: int,
+        after: str | None = None,
+        namespace: str | None = None,
+        local_queue: str | None = None,
+        cluster_queue: str | None = None,
+        status: WorkloadStatus | None = None,
+    ) -> Connection[Workload] | None:
+        reads_ = reads(info)
+        items = [
+            w
+            for w in await reads_.list_objects(WORKLOAD, namespace)
+            if matches(w, status, local_queue)
+        ]
+        if cluster_queue is not None:
+            from kueue_graphql.graph.clusterqueue import workloads_in_cluster_queue
+
+            items = await workloads_in_cluster_queue(reads_, cluster_queue, items)
+        return paginate(items, first, after, info.context.limits.max_page_size, Workload.from_json)

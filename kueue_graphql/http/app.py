@@ -1,0 +1,175 @@
+"""The Starlette application."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+
+from kueue_graphql.auth import (
+    Authenticator,
+    LocalAuthenticator,
+    TokenReviewAuthenticator,
+    bearer_token,
+)
+from kueue_graphql.context import RequestContext
+from kueue_graphql.core.errors import ServiceError
+from kueue_graphql.graph.schema import build_schema
+from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
+from kueue_graphql.http.settings import AuthMode, ServerSettings
+from kueue_graphql.kube.authz import Authorizer
+from kueue_graphql.kube.client import ApiCallMeter, KubeClient
+from kueue_graphql.kube.transport import build_api_client, close_api_client
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    """Process-wide: the one ApiClient (inside KubeClient), the authorization cache, and the
+    token-review cache. Nothing here holds object data."""
+
+    kube: KubeClient
+    authenticator: Authenticator
+    authorizer: Authorizer
+
+
+def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
+    authenticator: Authenticator
+    if settings.auth_mode is AuthMode.LOCAL:
+        authenticator = LocalAuthenticator(kube)
+    else:
+        authenticator = TokenReviewAuthenticator(kube, ttl_seconds=settings.token_cache_ttl_seconds)
+    authorizer = Authorizer(
+        kube,
+        self_review=not authenticator.impersonates,
+        ttl_seconds=settings.authz_cache_ttl_seconds,
+    )
+    return Services(kube=kube, authenticator=authenticator, authorizer=authorizer)
+
+
+class GraphQLView(GraphQL[RequestContext, None]):
+    def __init__(self, settings: ServerSettings) -> None:
+        super().__init__(
+            build_schema(settings.query_limits),
+            graphql_ide="graphiql" if settings.graphiql else None,
+            allow_queries_via_get=settings.allow_get_queries,
+        )
+        self.settings = settings
+
+    async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
+        services: Services = request.app.state.services
+        token = bearer_token(request.headers.get("authorization"))
+        authenticator = services.authenticator
+
+        async def authenticate(meter: ApiCallMeter) -> Any:
+            return await authenticator.authenticate(token, meter)
+
+        return RequestContext.create(
+            client=services.kube,
+            authorizer=services.authorizer,
+            authenticate=authenticate,
+            impersonate=authenticator.impersonates,
+            limits=self.settings.request_limits,
+        )
+
+
+class RequireBearerToken:
+    """In token-review mode a query without a bearer token is refused at once (401), without
+    any API call. The GraphiQL page itself (GET, HTML) needs no token."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            request = Request(scope)
+            services: Services = request.app.state.services
+            is_query = request.method == "POST" or "query" in request.query_params
+            if (
+                is_query
+                and services.authenticator.requires_token()
+                and not bearer_token(request.headers.get("authorization"))
+            ):
+                response = JSONResponse(
+                    {
+                        "errors": [
+                            {
+                                "message": "send `Authorization: Bearer <token>`",
+                                "extensions": {"code": "UNAUTHENTICATED"},
+                            }
+                        ]
+                    },
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+async def readyz(request: Request) -> Response:
+    services: Services = request.app.state.services
+    try:
+        await services.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=1))
+    except ServiceError:
+        return PlainTextResponse("Kubernetes API server unreachable", status_code=503)
+    return PlainTextResponse("ok")
+
+
+def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> Starlette:
+    """The ASGI app. With `kube` given (tests), that client is used and not closed."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        owned = kube is None
+        client = kube or KubeClient(
+            await build_api_client(settings.kubeconfig, settings.kube_context, settings.in_cluster),
+            request_timeout=settings.api_request_timeout_seconds,
+        )
+        app.state.services = build_services(client, settings)
+        if settings.auth_mode is AuthMode.LOCAL:
+            log.warning(
+                "auth mode LOCAL: no caller authentication; every request reads as the "
+                "kubeconfig's identity. For development on a loopback address only."
+            )
+        else:
+            log.info(
+                "auth mode token-review: callers are identified by TokenReview and impersonated"
+            )
+        try:
+            yield
+        finally:
+            if owned:
+                await close_api_client(client.api_client)
+
+    view = GraphQLView(settings)
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/graphql", RequireBearerToken(view), methods=["GET", "POST"]),
+        ],
+        middleware=[
+            Middleware(DropImpersonationHeaders),
+            Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
+            # One second of grace so the API-call deadline (the precise one) fires first.
+            Middleware(Deadline, seconds=settings.request_timeout_seconds + 1.0),
+        ],
+        lifespan=lifespan,
+    )

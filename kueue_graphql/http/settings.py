@@ -1,0 +1,31 @@
+"""Everything the server can be configured with (the CLI fills it from flags and env vars)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from kueue_graphql.context import RequestLimits
+from kueue_graphql.graph.schema import QueryLimits
+
+
+class AuthMode(StrEnum):
+    TOKEN_REVIEW = "token-review"  # noqa: S105 -- a mode name, not a secret
+    LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    kubeconfig: str | None = None
+    kube_context: str | None = None
+    in_cluster: bool = False
+    auth_mode: AuthMode = AuthMode.TOKEN_REVIEW
+    allow_get_queries: bool = False
+    graphiql: bool = True
+    max_body_bytes: int = 64 * 1024
+    request_timeout_seconds: float = 20.0
+    api_request_timeout_seconds: float = 10.0
+    authz_cache_ttl_seconds: float = 10.0
+    token_cache_ttl_seconds: float = 30.0
+    query_limits: QueryLimits = field(default_factory=QueryLimits)
+    request_limits: RequestLimits = field(default_factory=RequestLimits)

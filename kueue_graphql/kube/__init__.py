@@ -1,0 +1,1 @@
+"""Kubernetes access: one shared ApiClient, impersonation, authorization checks, batched reads."""

@@ -1,0 +1,114 @@
+"""May this caller do that? SubjectAccessReview, cached per identity for a short time.
+
+A decision is cached under the complete identity (user, uid, every group, every extra) plus
+verb, group, resource, namespace and name, so no decision ever serves a different caller. The
+TTL is short because RBAC changes must take effect quickly; its only job is to keep a burst of
+queries from the same user from asking the same question again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from cachetools import TTLCache
+
+from kueue_graphql.core.errors import UnavailableError
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
+from kueue_graphql.kube.resources import Resource
+
+
+@dataclass(frozen=True)
+class Access:
+    verb: str
+    resource: Resource
+    namespace: str | None = None
+    name: str | None = None
+
+    def attributes(self) -> JsonObject:
+        attributes: JsonObject = {
+            "verb": self.verb,
+            "group": self.resource.group,
+            "version": self.resource.version,
+            "resource": self.resource.plural,
+        }
+        if self.namespace:
+            attributes["namespace"] = self.namespace
+        if self.name:
+            attributes["name"] = self.name
+        return attributes
+
+
+DecisionKey = tuple[Identity, str, str, str, str, str]
+
+
+class Authorizer:
+    """Asks the API server about access, as SubjectAccessReview (impersonating mode) or
+    SelfSubjectAccessReview (local mode, where the service's own identity is the caller)."""
+
+    def __init__(
+        self, client: KubeClient, *, self_review: bool, ttl_seconds: float = 10.0, size: int = 10000
+    ) -> None:
+        self.client = client
+        self.self_review = self_review
+        self._decisions: TTLCache[DecisionKey, bool] = TTLCache(maxsize=size, ttl=ttl_seconds)
+        # Concurrent requests asking the same question share one review.
+        self._in_flight: dict[DecisionKey, asyncio.Future[bool]] = {}
+
+    @staticmethod
+    def _key(identity: Identity, access: Access) -> DecisionKey:
+        return (
+            identity,
+            access.verb,
+            access.resource.group,
+            access.resource.plural,
+            access.namespace or "",
+            access.name or "",
+        )
+
+    async def allowed(self, identity: Identity, access: Access, meter: ApiCallMeter) -> bool:
+        key = self._key(identity, access)
+        cached = self._decisions.get(key)
+        if cached is not None:
+            return cached
+        pending = self._in_flight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            decision = await self._review(identity, access, meter)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as error:
+            future.set_exception(error)
+            # Nobody else may be waiting; retrieve so asyncio does not warn about it.
+            future.exception()
+            raise
+        finally:
+            self._in_flight.pop(key, None)
+        self._decisions[key] = decision
+        future.set_result(decision)
+        return decision
+
+    async def _review(self, identity: Identity, access: Access, meter: ApiCallMeter) -> bool:
+        spec: JsonObject = {"resourceAttributes": access.attributes()}
+        if self.self_review:
+            kind, path = "SelfSubjectAccessReview", "selfsubjectaccessreviews"
+        else:
+            kind, path = "SubjectAccessReview", "subjectaccessreviews"
+            spec.update({"user": identity.username, "groups": list(identity.groups)})
+            if identity.uid:
+                spec["uid"] = identity.uid
+            if identity.extra:
+                spec["extra"] = identity.extra_dict
+        body = {"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec}
+        try:
+            review = await self.client.request_json(
+                "POST", f"/apis/authorization.k8s.io/v1/{path}", meter=meter, body=body
+            )
+        except ApiStatusError as error:
+            raise UnavailableError(f"access review failed ({error.status})") from error
+        return bool((review.get("status") or {}).get("allowed"))

@@ -1,0 +1,172 @@
+"""JSON requests to the API server through the one shared ApiClient, optionally as a caller.
+
+Every request passes an `ApiCallMeter`: it enforces the per-request API-call budget and the
+deadline, and records the call, which is what tests (and the `apiCalls` response extension)
+count. Process-wide observers see every call too, so tests can instrument the transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.transport import IMPERSONATE_PREFIX
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+Query = Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ApiCall:
+    method: str
+    path: str
+    query: tuple[tuple[str, str], ...]
+    # The identity a call was made as (None: the service's own identity).
+    as_user: str | None
+
+    def describe(self) -> str:
+        query = "&".join(f"{k}={v}" for k, v in self.query)
+        return f"{self.method} {self.path}{'?' + query if query else ''}"
+
+
+@dataclass
+class ApiCallMeter:
+    """Per-request accounting: how many API calls, until when, and which."""
+
+    budget: int
+    deadline: float | None = None  # time.monotonic() value
+    calls: list[ApiCall] = field(default_factory=list)
+
+    def admit(self, call: ApiCall) -> float | None:
+        """Record a call about to be made; returns the seconds left before the deadline."""
+        if len(self.calls) >= self.budget:
+            raise BadRequestError(
+                f"query needs more than {self.budget} Kubernetes API calls; select fewer fields "
+                "or smaller pages"
+            )
+        remaining = None
+        if self.deadline is not None:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise UnavailableError("request deadline exceeded")
+        self.calls.append(call)
+        return remaining
+
+
+class ApiStatusError(ServiceError):
+    """A non-success answer from the API server that callers map to their own error."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def impersonation_headers(identity: Identity) -> dict[str, str | list[str]]:
+    headers: dict[str, str | list[str]] = {"Impersonate-User": identity.username}
+    if identity.uid:
+        headers["Impersonate-Uid"] = identity.uid
+    if identity.groups:
+        # A list: the REST layer sends one Impersonate-Group line per group.
+        headers["Impersonate-Group"] = list(identity.groups)
+    for key, values in identity.extra:
+        # Extra keys travel in a header name, so Kubernetes requires them percent-encoded.
+        headers[f"Impersonate-Extra-{quote(key, safe='')}"] = list(values)
+    return headers
+
+
+class KubeClient:
+    """The process-wide Kubernetes client."""
+
+    def __init__(self, api_client: Any, request_timeout: float = 10.0) -> None:
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+        self.observers: list[Callable[[ApiCall], None]] = []
+
+    async def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        meter: ApiCallMeter,
+        query: Query = (),
+        body: JsonObject | None = None,
+        as_identity: Identity | None = None,
+    ) -> JsonObject:
+        """Send one request; ApiStatusError for non-2xx, UnavailableError when unreachable."""
+        call = ApiCall(method, path, tuple(query), as_identity.username if as_identity else None)
+        remaining = meter.admit(call)
+        for observer in self.observers:
+            observer(call)
+        timeout = (
+            self.request_timeout if remaining is None else min(remaining, self.request_timeout)
+        )
+        headers: dict[str, str | list[str]] = {"Accept": "application/json"}
+        if as_identity is not None:
+            headers.update(impersonation_headers(as_identity))
+        for name in self.api_client.default_headers:
+            if name.lower().startswith(IMPERSONATE_PREFIX):
+                raise RuntimeError("shared ApiClient carries an Impersonate-* default header")
+        try:
+            response = await self.api_client.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+            try:
+                payload = await response.read()
+                status = response.status
+            finally:
+                response.release()
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            log.warning("API server unreachable for %s %s: %s", method, path, type(error).__name__)
+            raise UnavailableError(
+                "the Kubernetes API server is unreachable or too slow"
+            ) from error
+        except asyncio.CancelledError:
+            raise
+        if 200 <= status < 300:
+            decoded = json.loads(payload)
+            if not isinstance(decoded, dict):
+                raise UnavailableError("the Kubernetes API server sent an unexpected answer")
+            return decoded
+        raise ApiStatusError(status, _status_message(payload))
+
+
+def _status_message(payload: bytes) -> str:
+    try:
+        status = json.loads(payload)
+    except ValueError:
+        return payload[:200].decode("utf-8", "replace")
+    if isinstance(status, dict):
+        return str(status.get("message", ""))
+    return ""
+
+
+def raise_for_read(
+    error: ApiStatusError, resource: str, name: str | None, namespace: str | None
+) -> ServiceError:
+    """Translate an API status into the error a caller of a read should see."""
+    if error.status == 404 and name is not None:
+        return NotFoundError(resource, name, namespace)
+    if error.status in (400, 422):
+        return BadRequestError(error.message)
+    if error.status == 401:
+        return UnavailableError("the service's own credentials were rejected by the API server")
+    return UnavailableError(f"the Kubernetes API server answered {error.status}")

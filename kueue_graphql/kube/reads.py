@@ -1,0 +1,267 @@
+"""Typed, authorized, batched reads for one GraphQL request.
+
+One `RequestReads` lives exactly as long as one request, so its DataLoaders dedupe within the
+request and never across callers. Each read first asks whether the caller may (verb, resource,
+namespace, name), then reads impersonating the caller: the API server's RBAC is enforced twice,
+and the answer to "may I?" is what names the verb and resource in a FORBIDDEN error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from strawberry.dataloader import DataLoader
+
+from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.authz import Access, Authorizer
+from kueue_graphql.kube.client import (
+    ApiCallMeter,
+    ApiStatusError,
+    JsonObject,
+    KubeClient,
+    raise_for_read,
+)
+from kueue_graphql.kube.resources import EVENT, Resource
+
+# Kubernetes paginates big lists; this page size keeps single responses bounded.
+_LIST_PAGE = 500
+# Above this many objects in one namespace wanting events, one namespace-wide list is cheaper
+# than one filtered list per object.
+_EVENTS_PER_NAMESPACE_BATCH = 3
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    resource: Resource
+    namespace: str | None
+    name: str
+
+
+@dataclass(frozen=True)
+class ListKey:
+    resource: Resource
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+
+
+class RequestReads:
+    def __init__(
+        self,
+        client: KubeClient,
+        authorizer: Authorizer,
+        identity: Callable[[], Awaitable[Identity]],
+        *,
+        impersonate: bool,
+        meter: ApiCallMeter,
+    ) -> None:
+        self.client = client
+        self.authorizer = authorizer
+        self._identity = identity
+        self.impersonate = impersonate
+        self.meter = meter
+        self._access = DataLoader[Access, bool](load_fn=self._load_access)
+        self._objects = DataLoader[ObjectKey, JsonObject](load_fn=self._load_objects)
+        self._lists = DataLoader[ListKey, list[JsonObject]](load_fn=self._load_lists)
+        self._events = DataLoader[tuple[str | None, str], list[JsonObject]](
+            load_fn=self._load_events
+        )
+
+    async def identity(self) -> Identity:
+        return await self._identity()
+
+    async def _as(self) -> Identity | None:
+        identity = await self._identity()
+        return identity if self.impersonate else None
+
+    # -- authorization -------------------------------------------------------------------------
+
+    async def _load_access(self, accesses: list[Access]) -> list[bool | BaseException]:
+        identity = await self._identity()
+        results = await asyncio.gather(
+            *(self.authorizer.allowed(identity, access, self.meter) for access in accesses),
+            return_exceptions=True,
+        )
+        return list(results)
+
+    async def may(self, access: Access) -> bool:
+        return await self._access.load(access)
+
+    async def require(self, access: Access) -> None:
+        if not await self.may(access):
+            raise ForbiddenError(
+                access.verb,
+                access.resource.group,
+                access.resource.plural,
+                access.namespace,
+                access.name,
+            )
+
+    # -- single objects ------------------------------------------------------------------------
+
+    async def get(self, resource: Resource, namespace: str | None, name: str) -> JsonObject:
+        """The object, or NotFoundError / ForbiddenError."""
+        namespace = namespace if resource.namespaced else None
+        await self.require(Access("get", resource, namespace, name))
+        return await self._objects.load(ObjectKey(resource, namespace, name))
+
+    async def find(self, resource: Resource, namespace: str | None, name: str) -> JsonObject | None:
+        """Like get, but None when the object does not exist."""
+        try:
+            return await self.get(resource, namespace, name)
+        except NotFoundError:
+            return None
+
+    async def _load_objects(self, keys: list[ObjectKey]) -> list[JsonObject | BaseException]:
+        results = await asyncio.gather(*(self._fetch(key) for key in keys), return_exceptions=True)
+        return list(results)
+
+    async def _fetch(self, key: ObjectKey) -> JsonObject:
+        try:
+            return await self.client.request_json(
+                "GET",
+                key.resource.path(key.namespace, key.name),
+                meter=self.meter,
+                as_identity=await self._as(),
+            )
+        except ApiStatusError as error:
+            if error.status == 403:
+                raise ForbiddenError(
+                    "get", key.resource.group, key.resource.plural, key.namespace, key.name
+                ) from error
+            raise raise_for_read(error, key.resource.kind, key.name, key.namespace) from error
+
+    # -- lists ---------------------------------------------------------------------------------
+
+    async def list_objects(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[JsonObject]:
+        """All matching objects (namespace None: every namespace, or cluster-scoped)."""
+        namespace = namespace if resource.namespaced else None
+        await self.require(Access("list", resource, namespace))
+        return await self._lists.load(ListKey(resource, namespace, label_selector, field_selector))
+
+    async def _load_lists(self, keys: list[ListKey]) -> list[list[JsonObject] | BaseException]:
+        results = await asyncio.gather(*(self._list(key) for key in keys), return_exceptions=True)
+        return list(results)
+
+    async def _list(self, key: ListKey) -> list[JsonObject]:
+        items: list[JsonObject] = []
+        continue_token: str | None = None
+        while True:
+            query: list[tuple[str, str]] = [("limit", str(_LIST_PAGE))]
+            if key.label_selector:
+                query.append(("labelSelector", key.label_selector))
+            if key.field_selector:
+                query.append(("fieldSelector", key.field_selector))
+            if continue_token:
+                query.append(("continue", continue_token))
+            try:
+                page = await self.client.request_json(
+                    "GET",
+                    key.resource.path(key.namespace),
+                    meter=self.meter,
+                    query=query,
+                    as_identity=await self._as(),
+                )
+            except ApiStatusError as error:
+                if error.status == 403:
+                    raise ForbiddenError(
+                        "list", key.resource.group, key.resource.plural, key.namespace
+                    ) from error
+                raise raise_for_read(error, key.resource.kind, None, key.namespace) from error
+            for item in page.get("items") or []:
+                # List items come without apiVersion/kind; put them back so `raw` matches
+                # what `kubectl get -o json` shows for the single object.
+                item.setdefault("apiVersion", key.resource.api_version)
+                item.setdefault("kind", key.resource.kind)
+                items.append(item)
+            continue_token = (page.get("metadata") or {}).get("continue")
+            if not continue_token:
+                break
+        # Later gets of a listed object reuse it instead of fetching it again (the get
+        # permission is still checked on its own).
+        for item in items:
+            metadata = item.get("metadata") or {}
+            object_key = ObjectKey(
+                key.resource, metadata.get("namespace"), metadata.get("name", "")
+            )
+            self._objects.prime(object_key, item)
+        return items
+
+    # -- events --------------------------------------------------------------------------------
+
+    async def events_for(self, obj: JsonObject) -> list[JsonObject]:
+        """core/v1 Events whose involvedObject is `obj`, oldest first."""
+        metadata = obj.get("metadata") or {}
+        uid = metadata.get("uid")
+        if not uid:
+            return []
+        return await self._events.load((metadata.get("namespace"), uid))
+
+    async def _load_events(
+        self, keys: list[tuple[str | None, str]]
+    ) -> list[list[JsonObject] | BaseException]:
+        by_namespace: dict[str | None, list[str]] = defaultdict(list)
+        for namespace, uid in keys:
+            by_namespace[namespace].append(uid)
+
+        async def for_namespace(namespace: str | None, uids: Sequence[str]) -> dict[str, object]:
+            if len(uids) > _EVENTS_PER_NAMESPACE_BATCH and namespace is not None:
+                try:
+                    events = await self.list_objects(EVENT, namespace)
+                except Exception as error:
+                    return dict.fromkeys(uids, error)
+                grouped: dict[str, object] = {uid: [] for uid in uids}
+                for event in events:
+                    uid = (event.get("involvedObject") or {}).get("uid")
+                    bucket = grouped.get(uid) if uid else None
+                    if isinstance(bucket, list):
+                        bucket.append(event)
+                return grouped
+            lists = await asyncio.gather(
+                *(
+                    # Events about cluster-scoped objects land in some namespace
+                    # (usually "default"), so those are looked up across namespaces.
+                    self.list_objects(EVENT, namespace, field_selector=f"involvedObject.uid={uid}")
+                    for uid in uids
+                ),
+                return_exceptions=True,
+            )
+            return dict(zip(uids, lists, strict=True))
+
+        answers: dict[tuple[str | None, str], object] = {}
+        for namespace, answer in zip(
+            by_namespace,
+            await asyncio.gather(*(for_namespace(ns, uids) for ns, uids in by_namespace.items())),
+            strict=True,
+        ):
+            for uid, value in answer.items():
+                answers[(namespace, uid)] = value
+        results: list[list[JsonObject] | BaseException] = []
+        for key in keys:
+            value = answers[key]
+            if isinstance(value, BaseException):
+                results.append(value)
+            else:
+                assert isinstance(value, list)
+                results.append(sorted(value, key=_event_time))
+        return results
+
+
+def _event_time(event: JsonObject) -> str:
+    return str(
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )

@@ -1,0 +1,53 @@
+"""The API resources the service reads, and where they live on the API server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
+
+
+@dataclass(frozen=True)
+class Resource:
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{name}"
+        return base
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+WORKLOAD = Resource("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", namespaced=True)
+LOCAL_QUEUE = Resource("LocalQueue", KUEUE_GROUP, KUEUE_VERSION, "localqueues", namespaced=True)
+CLUSTER_QUEUE = Resource("ClusterQueue", KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", False)
+COHORT = Resource("Cohort", KUEUE_GROUP, KUEUE_VERSION, "cohorts", namespaced=False)
+RESOURCE_FLAVOR = Resource("ResourceFlavor", KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", False)
+ADMISSION_CHECK = Resource("AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False)
+WORKLOAD_PRIORITY_CLASS = Resource(
+    "WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False
+)
+TOPOLOGY = Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", namespaced=False)
+JOB = Resource("Job", "batch", "v1", "jobs", namespaced=True)
+POD = Resource("Pod", "", "v1", "pods", namespaced=True)
+EVENT = Resource("Event", "", "v1", "events", namespaced=True)
+NODE = Resource("Node", "", "v1", "nodes", namespaced=False)
+NAMESPACE = Resource("Namespace", "", "v1", "namespaces", namespaced=False)
+
+# Owner kinds `workloadFor` can navigate by type, keyed by Kubernetes kind.
+OWNER_KINDS = {"Job": JOB}
