@@ -744,6 +744,12 @@ class _Starter:
                     ],
                 }
             }
+            # The TaintNodesByCondition admission plugin taints every new Node not-ready; the
+            # node lifecycle controller lifts that once the kubelet reports Ready. Neither runs
+            # here (the lifecycle controller would evict everything without kubelet leases).
+            self.cluster.kubectl(
+                "taint", "node", name, "node.kubernetes.io/not-ready:NoSchedule-", check=False
+            )
             self.cluster.kubectl(
                 "patch",
                 "node",
