@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from fractions import Fraction
 
 from kueue_graphql.diagnosis.messages import (
     GRANULAR_PENDING_REASONS,
@@ -19,7 +20,7 @@ from kueue_graphql.diagnosis.model import (
     Absent,
     Diagnosis,
     DiagnosisInput,
-    ForbiddenError,
+    Forbidden,
     KubeObject,
     Layer,
     Number,
@@ -62,14 +63,14 @@ _PENDING_EVENT_REASONS = {"Pending", "Inadmissible", *GRANULAR_PENDING_REASONS}
 
 
 def _known(value: object) -> KubeObject | None:
-    if isinstance(value, ForbiddenError | Absent) or value is None:
+    if isinstance(value, Forbidden | Absent) or value is None:
         return None
     assert isinstance(value, dict) or hasattr(value, "get")
     return value  # type: ignore[return-value]
 
 
 def _known_list(value: object) -> Sequence[KubeObject] | None:
-    if isinstance(value, ForbiddenError | Absent) or value is None:
+    if isinstance(value, Forbidden | Absent) or value is None:
         return None
     return value  # type: ignore[return-value]
 
@@ -222,7 +223,7 @@ def _queue_position(ctx: _Context, stage: Stage) -> QueuePosition:
     if stage not in (Stage.WAITING_FOR_QUOTA_RESERVATION, Stage.EVICTED, Stage.PREEMPTED):
         return QueuePosition(visibility=Visibility.NOT_APPLICABLE)
     raw = ctx.inp.queue_position
-    if isinstance(raw, ForbiddenError):
+    if isinstance(raw, Forbidden):
         return QueuePosition(visibility=Visibility.FORBIDDEN, detail=raw.detail)
     if isinstance(raw, Absent):
         return QueuePosition(visibility=Visibility.ABSENT, detail=raw.detail)
@@ -251,7 +252,7 @@ def _pods_layer(ctx: _Context) -> tuple[Stage, Layer, list[PodSchedulingProblem]
 
 
 def _without_workload(ctx: _Context) -> Diagnosis:
-    if isinstance(ctx.inp.workload, ForbiddenError):
+    if isinstance(ctx.inp.workload, Forbidden):
         reason = Reason(
             "WorkloadNotReadable",
             "you may not read the Workload of this object, so Kueue's verdict is hidden",
@@ -536,14 +537,14 @@ def _quota(ctx: _Context) -> QuotaReport:
     if ctx.workload is None:
         return QuotaReport(visibility=Visibility.NOT_APPLICABLE)
     if not ctx.cq_name:
-        if isinstance(ctx.inp.local_queue, ForbiddenError):
+        if isinstance(ctx.inp.local_queue, Forbidden):
             return QuotaReport(
                 visibility=Visibility.FORBIDDEN, detail="you may not read the LocalQueue"
             )
         return QuotaReport(
             visibility=Visibility.ABSENT, detail="the Workload's ClusterQueue is not known"
         )
-    if isinstance(ctx.inp.cluster_queue, ForbiddenError):
+    if isinstance(ctx.inp.cluster_queue, Forbidden):
         return QuotaReport(
             visibility=Visibility.FORBIDDEN,
             cluster_queue=ctx.cq_name,
@@ -636,39 +637,46 @@ def _annotate_with_quota(reasons: list[Reason], quota: QuotaReport) -> list[Reas
                 None,
             )
             if line is not None:
-                extra = [Number("nominalQuota", line.nominal_quota, _q(line.nominal_quota))]
+                extra = [
+                    Number("nominalQuota", line.nominal_quota, _q(line.nominal_quota, r.resource))
+                ]
                 if r.number("requested") is None:
-                    extra.append(Number("requested", line.requested, _q(line.requested)))
+                    extra.append(
+                        Number("requested", line.requested, _q(line.requested, r.resource))
+                    )
                 if line.borrowing_limit is not None:
                     extra.append(
-                        Number("borrowingLimit", line.borrowing_limit, _q(line.borrowing_limit))
+                        Number(
+                            "borrowingLimit",
+                            line.borrowing_limit,
+                            _q(line.borrowing_limit, r.resource),
+                        )
                     )
-                extra.append(Number("reserved", line.reserved, _q(line.reserved)))
+                extra.append(Number("reserved", line.reserved, _q(line.reserved, r.resource)))
                 r = replace(r, numbers=r.numbers + tuple(extra))
         out.append(r)
     return out
 
 
-def _q(value: object) -> str:
-    from fractions import Fraction
-
-    return format_quantity(value) if isinstance(value, Fraction) else str(value)
+def _q(value: Fraction, resource: str | None) -> str:
+    return format_quantity(value, resource)
 
 
 def _quota_summary(reasons: Sequence[Reason], quota: QuotaReport) -> str:
     first = reasons[0]
+    res = first.resource
     if first.code == "ExceedsMaxQuota":
         req, cap = first.number("requested"), first.number("maximumCapacity")
         if req is not None and cap is not None:
             return (
-                f"needs {format_quantity(req)} {first.resource} at once in flavor {first.flavor}, "
-                f"more than the {format_quantity(cap)} its ClusterQueue can ever provide"
+                f"needs {format_quantity(req, res)} {res} at once in flavor {first.flavor}, "
+                f"more than the {format_quantity(cap, res)} its ClusterQueue can ever provide"
             )
     if first.code == "WaitingForQuota":
         more = first.number("moreNeeded")
         if more is not None:
             return (
-                f"waits for quota: {format_quantity(more)} more {first.resource} must be free "
+                f"waits for quota: {format_quantity(more, res)} more {res} must be free "
                 f"in flavor {first.flavor}"
             )
     return first.message

@@ -292,8 +292,9 @@ def parse_failed_scheduling(message: str, source: ReasonSource) -> list[Reason]:
         return [Reason("SchedulerFilter", message, source)] if message else []
     total = m.group("total")
     rest = m.group("rest")
-    filter_part = re.split(r"\bpreemption:", rest, maxsplit=1)[0].strip()
-    filter_part = filter_part.removesuffix(".")
+    # "<histogram>. <PostFilter message>": DRA's "no new claims to deallocate", preemption's
+    # own "preemption: 0/N nodes ..." follow the first full stop.
+    filter_part = re.split(r"\.(?:\s|$)", rest.strip(), maxsplit=1)[0].strip()
     out: list[Reason] = []
     if not filter_part:
         out.append(Reason("NoNodes", message, source, numbers=_numbers(("nodes", total))))

@@ -2,9 +2,9 @@
 
 Inputs are Kubernetes objects exactly as the API server returns them (JSON as plain dicts), each
 wrapped in an Observed value: the object, or a marker saying the caller may not read it
-(ForbiddenError) or it does not exist / is not served (Absent). The GraphQL layer and the CLI both
+(Forbidden) or it does not exist / is not served (Absent). The GraphQL layer and the CLI both
 fill a DiagnosisInput with what the *calling user* could read; the diagnosis never guesses what
-lies behind a ForbiddenError marker.
+lies behind a Forbidden marker.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = [
     "Absent",
     "Diagnosis",
     "DiagnosisInput",
-    "ForbiddenError",
+    "Forbidden",
     "KubeObject",
     "Layer",
     "Number",
@@ -42,7 +42,7 @@ KubeObject: TypeAlias = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
-class ForbiddenError:
+class Forbidden:
     """The caller may not read this object (the API server answered 403)."""
 
     detail: str = ""
@@ -56,12 +56,12 @@ class Absent:
 
 
 T = TypeVar("T")
-Observed: TypeAlias = T | ForbiddenError | Absent
+Observed: TypeAlias = T | Forbidden | Absent
 
 
 def is_known(value: object) -> bool:
     """True when an Observed value holds the object itself rather than a marker."""
-    return not isinstance(value, ForbiddenError | Absent)
+    return not isinstance(value, Forbidden | Absent)
 
 
 @dataclass(frozen=True)

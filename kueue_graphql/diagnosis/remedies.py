@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
+from fractions import Fraction
 
 from kueue_graphql.diagnosis.messages import parse_taint
 from kueue_graphql.diagnosis.model import Diagnosis, KubeObject, Layer, QuotaLine, Stage, Verdict
@@ -12,10 +13,8 @@ from kueue_graphql.diagnosis.quantity import format_quantity
 __all__ = ["commands_for", "next_steps_for"]
 
 
-def _q(value: object) -> str:
-    from fractions import Fraction
-
-    return format_quantity(value) if isinstance(value, Fraction) else "?"
+def _q(value: Fraction | None, resource: str | None) -> str:
+    return format_quantity(value, resource) if value is not None else "?"
 
 
 def _line(d: Diagnosis, flavor: str | None, resource: str | None) -> QuotaLine | None:
@@ -46,20 +45,23 @@ def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
             "(Kueue creates the Workload within seconds)."
         )
     for r in d.reasons:
+        res = r.resource
         if r.code == "ExceedsMaxQuota":
             line = _line(d, r.flavor, r.resource)
             req, cap = r.number("requested"), r.number("maximumCapacity")
             yield (
-                f"Shrink the request: the Workload needs {_q(req)} {r.resource} at once but "
-                f"ClusterQueue {cq} can never provide more than {_q(cap)} in flavor {r.flavor} "
+                f"Shrink the request: the Workload needs {_q(req, res)} {res} at once but "
+                f"ClusterQueue {cq} can never provide more than {_q(cap, res)} in flavor "
+                f"{r.flavor} "
                 "(Kueue admits all Pods of a Workload together: fewer parallel Pods or smaller "
                 "per-Pod requests)."
             )
             yield "Or submit to a LocalQueue whose ClusterQueue has more quota."
             if line is not None and line.borrowing_limit is not None:
                 yield (
-                    f"Or ask an admin to raise borrowingLimit ({_q(line.borrowing_limit)}) or "
-                    f"nominalQuota ({_q(line.nominal_quota)}) of ClusterQueue {cq}."
+                    "Or ask an admin to raise borrowingLimit "
+                    f"({_q(line.borrowing_limit, res)}) or nominalQuota "
+                    f"({_q(line.nominal_quota, res)}) of ClusterQueue {cq}."
                 )
             else:
                 yield f"Or ask an admin to raise the nominalQuota of ClusterQueue {cq}."
@@ -67,16 +69,16 @@ def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
             line = _line(d, r.flavor, r.resource)
             if line is not None and line.limited_by == "BORROWING_LIMIT":
                 yield (
-                    f"Wait: ClusterQueue {cq} already borrows {_q(line.borrowed)} {r.resource} "
-                    f"from cohort {line.cohort}, its borrowingLimit is "
-                    f"{_q(line.borrowing_limit)}; the Workload is admitted when running "
-                    "Workloads of this ClusterQueue finish."
+                    f"Wait: ClusterQueue {cq} already borrows {_q(line.borrowed, res)} "
+                    f"{res} from cohort {line.cohort}, its borrowingLimit is "
+                    f"{_q(line.borrowing_limit, res)}; the Workload is admitted when "
+                    "running Workloads of this ClusterQueue finish."
                 )
                 yield f"Or ask an admin to raise the borrowingLimit of ClusterQueue {cq}."
             else:
                 yield (
-                    f"Wait: {_q(r.number('moreNeeded'))} more {r.resource} must be freed in "
-                    f"flavor {r.flavor} by Workloads that finish (or are preempted)."
+                    f"Wait: {_q(r.number('moreNeeded'), res)} more {res} must be freed "
+                    f"in flavor {r.flavor} by Workloads that finish (or are preempted)."
                 )
         elif r.code in ("LocalQueueStopped", "LocalQueueInactive") and r.object is not None:
             ns = d.workload.namespace if d.workload else ""
@@ -126,8 +128,7 @@ def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
             yield f"ResourceFlavor {r.flavor} is missing: an admin must create it."
         elif r.code == "ResourceNotCovered":
             yield (
-                f"ClusterQueue {cq} has no quota for {r.resource}: drop that request or use "
-                "another queue."
+                f"ClusterQueue {cq} has no quota for {res}: drop that request or use another queue."
             )
         elif r.code.startswith("AdmissionCheck") and r.object is not None:
             yield (
@@ -136,7 +137,7 @@ def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
             )
         elif r.code == "InsufficientResource":
             yield (
-                f"No node has enough free {r.resource} for one Pod: shrink the per-Pod request "
+                f"No node has enough free {res} for one Pod: shrink the per-Pod request "
                 "or add node capacity. Kueue's quota is not the limit here."
             )
         elif r.code == "NodeAffinityMismatch":

@@ -9,6 +9,7 @@ import strawberry
 from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
 
+from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes
 from kueue_graphql.graph.query import Query
 
@@ -31,6 +32,7 @@ def build_schema(limits: QueryLimits | None = None) -> strawberry.Schema:
             functools.partial(MaxAliasesLimiter, max_alias_count=limits.max_aliases),
             functools.partial(MaxTokensLimiter, max_token_count=limits.max_tokens),
             ErrorCodes,
+            ApiCallCount,
         ],
         config=StrawberryConfig(auto_camel_case=True),
     )

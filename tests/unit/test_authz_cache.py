@@ -1,0 +1,64 @@
+"""Authorization decisions are cached per complete identity, and only for that identity."""
+
+from typing import Any
+
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.authz import Access, Authorizer
+from kueue_graphql.kube.client import ApiCallMeter
+from kueue_graphql.kube.resources import WORKLOAD
+from tests.unit.apiserver_stub import apiserver_stub
+
+
+def grants_team_a_readers(method: str, path: str, body: Any) -> tuple[int, dict[str, Any]]:
+    assert path == "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+    allowed = "team-a-readers" in body["spec"].get("groups", [])
+    return 201, {"status": {"allowed": allowed}}
+
+
+ACCESS = Access("list", WORKLOAD, "team-a")
+
+
+async def test_same_identity_is_asked_once() -> None:
+    grace = Identity("grace", groups=("engineering", "team-a-readers"))
+    async with apiserver_stub(grants_team_a_readers) as stub:
+        authorizer = Authorizer(stub.kube, self_review=False)
+        meter = ApiCallMeter(budget=10)
+        assert await authorizer.allowed(grace, ACCESS, meter)
+        assert await authorizer.allowed(grace, ACCESS, meter)
+    assert len(stub.requests) == 1
+    spec = stub.requests[0].body["spec"]  # type: ignore[index]
+    assert spec["user"] == "grace"
+    assert spec["groups"] == ["engineering", "team-a-readers"]
+    assert spec["resourceAttributes"] == {
+        "verb": "list",
+        "group": "kueue.x-k8s.io",
+        "version": "v1beta2",
+        "resource": "workloads",
+        "namespace": "team-a",
+    }
+
+
+async def test_a_decision_never_serves_another_identity() -> None:
+    grace = Identity("grace", groups=("engineering", "team-a-readers"))
+    same_name_fewer_groups = Identity("grace", groups=("engineering",))
+    async with apiserver_stub(grants_team_a_readers) as stub:
+        authorizer = Authorizer(stub.kube, self_review=False)
+        meter = ApiCallMeter(budget=10)
+        assert await authorizer.allowed(grace, ACCESS, meter)
+        assert not await authorizer.allowed(same_name_fewer_groups, ACCESS, meter)
+        other_namespace = Access("list", WORKLOAD, "team-b")
+        assert await authorizer.allowed(grace, other_namespace, meter)
+    assert len(stub.requests) == 3
+
+
+async def test_decisions_expire() -> None:
+    grace = Identity("grace", groups=("team-a-readers",))
+    async with apiserver_stub(grants_team_a_readers) as stub:
+        authorizer = Authorizer(stub.kube, self_review=False, ttl_seconds=0.05)
+        meter = ApiCallMeter(budget=10)
+        await authorizer.allowed(grace, ACCESS, meter)
+        import asyncio
+
+        await asyncio.sleep(0.1)
+        await authorizer.allowed(grace, ACCESS, meter)
+    assert len(stub.requests) == 2

@@ -1,0 +1,61 @@
+"""The REST layer sends one Impersonate-Group line per group, and never impersonates by default."""
+
+import pytest
+
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.client import ApiCallMeter
+from kueue_graphql.kube.transport import assert_no_impersonation_defaults
+from tests.unit.apiserver_stub import apiserver_stub
+
+
+def ok(method: str, path: str, body: object) -> tuple[int, dict[str, object]]:
+    return 200, {"kind": "Status"}
+
+
+async def test_every_group_and_extra_is_a_separate_header_line() -> None:
+    grace = Identity(
+        "grace",
+        uid="uid-7",
+        groups=("engineering", "team-a-readers", "system:authenticated"),
+        extra=(("authentication.kubernetes.io/credential-id", ("JTI=abc", "x")),),
+    )
+    async with apiserver_stub(ok) as stub:
+        await stub.kube.request_json(
+            "GET", "/api/v1/namespaces", meter=ApiCallMeter(budget=5), as_identity=grace
+        )
+    (request,) = stub.requests
+    lines = [(k.lower(), v) for k, v in request.headers]
+    assert [v for k, v in lines if k == "impersonate-group"] == [
+        "engineering",
+        "team-a-readers",
+        "system:authenticated",
+    ]
+    assert [v for k, v in lines if k == "impersonate-user"] == ["grace"]
+    assert [v for k, v in lines if k == "impersonate-uid"] == ["uid-7"]
+    extra = "impersonate-extra-authentication.kubernetes.io%2fcredential-id"
+    assert [v for k, v in lines if k == extra] == ["JTI=abc", "x"]
+
+
+async def test_service_identity_sends_no_impersonation() -> None:
+    async with apiserver_stub(ok) as stub:
+        await stub.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=5))
+    assert not [k for k, _ in stub.requests[0].headers if k.lower().startswith("impersonate-")]
+
+
+async def test_impersonation_default_header_is_refused() -> None:
+    async with apiserver_stub(ok) as stub:
+        stub.kube.api_client.default_headers["Impersonate-User"] = "someone"
+        with pytest.raises(RuntimeError, match="Impersonate"):
+            assert_no_impersonation_defaults(stub.kube.api_client)
+        with pytest.raises(RuntimeError, match="Impersonate"):
+            await stub.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=5))
+        assert stub.requests == []
+
+
+async def test_budget_stops_calls_before_they_are_sent() -> None:
+    meter = ApiCallMeter(budget=1)
+    async with apiserver_stub(ok) as stub:
+        await stub.kube.request_json("GET", "/version", meter=meter)
+        with pytest.raises(Exception, match="more than 1 Kubernetes API calls"):
+            await stub.kube.request_json("GET", "/version", meter=meter)
+    assert len(stub.requests) == 1
