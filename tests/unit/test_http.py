@@ -42,7 +42,10 @@ async def test_query_without_token_is_401_without_api_call(stub: Stub) -> None:
 
 async def test_too_deep_query_is_refused_before_any_api_call(stub: Stub) -> None:
     settings = ServerSettings(query_limits=QueryLimits(max_depth=3))
-    query = '{ workload(namespace: "a", name: "b") { localQueue { clusterQueue { cohort { name } } } } }'
+    query = (
+        '{ workload(namespace: "a", name: "b") '
+        "{ localQueue { clusterQueue { cohort { name } } } } }"
+    )
     async with client_for(stub, settings) as client:
         response = await client.post("/graphql", json={"query": query}, headers=BEARER)
     errors = response.json()["errors"]

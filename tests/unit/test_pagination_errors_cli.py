@@ -6,6 +6,8 @@ from kueue_graphql.core.errors import BadRequestError, ForbiddenError
 from kueue_graphql.graph.errors import coded_error
 from kueue_graphql.graph.pagination import paginate
 
+ALL_INTERFACES = "0.0.0.0"  # noqa: S104 -- the address a local-mode server must refuse
+
 
 def objects(*names: tuple[str, str]) -> list[dict[str, object]]:
     return [{"metadata": {"namespace": ns, "name": n}} for ns, n in names]
@@ -55,11 +57,11 @@ def test_loopback_detection() -> None:
     assert is_loopback("127.0.0.1")
     assert is_loopback("::1")
     assert is_loopback("localhost")
-    assert not is_loopback("0.0.0.0")
+    assert not is_loopback(ALL_INTERFACES)
 
 
 def test_local_mode_refuses_non_loopback_bind() -> None:
-    assert main(["serve", "--auth-mode", "local", "--host", "0.0.0.0"]) == 2
+    assert main(["serve", "--auth-mode", "local", "--host", ALL_INTERFACES]) == 2
 
 
 def test_env_vars_configure_serve(monkeypatch: pytest.MonkeyPatch) -> None:
