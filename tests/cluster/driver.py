@@ -597,6 +597,7 @@ class _Starter:
         self._apply_file(MANIFESTS / "20-nodes.yaml")
         self._mark_nodes_ready()
         self._apply_file(MANIFESTS / "30-kueue-queues.yaml")
+        self._report_admission_check_active("manual-approval")
         self._wait_default_service_accounts(("team-a", "team-b"))
         self._wait_queues_active()
 
@@ -605,6 +606,7 @@ class _Starter:
         self._wait_workload_condition("team-a", "borrows-one-cpu", "Admitted")
         self._apply_file(MANIFESTS / "50-jobs-after-borrowing.yaml")
         self._simulate_kubelet()
+        self._deactivate_workload("team-a", "deactivated-by-admin")
         self._wait_scenarios_settled()
         _wait(
             "visibility API (pending workloads of cq-small-2cpu)",
@@ -760,6 +762,77 @@ class _Starter:
                 json.dumps(status),
             )
 
+    def _report_admission_check_active(self, name: str) -> None:
+        """Play the admission check's controller: report it Active, and never approve."""
+        status = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Active",
+                        "status": "True",
+                        "reason": "Active",
+                        "message": "reported by tests/cluster: this check is never approved",
+                        "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    }
+                ]
+            }
+        }
+        self.cluster.kubectl(
+            "patch",
+            "admissioncheck",
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(status),
+        )
+
+    def _deactivate_workload(self, namespace: str, job: str) -> None:
+        """Set spec.active=false on an admitted Workload, as an administrator would."""
+        self._wait_workload_condition(namespace, job, "Admitted")
+        workload = self._workload_of(namespace, job)
+        assert workload is not None
+        self.cluster.kubectl(
+            "patch",
+            "workload",
+            workload["metadata"]["name"],
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            '{"spec":{"active":false}}',
+        )
+
+        def evicted_and_released() -> bool:
+            # Without a kubelet, Pods already bound to a Node would stay Terminating forever;
+            # confirm their deletion as the kubelet would.
+            self.cluster.kubectl(
+                "delete",
+                "pods",
+                "-n",
+                namespace,
+                "-l",
+                f"job-name={job}",
+                "--grace-period=0",
+                "--force",
+                "--wait=false",
+                check=False,
+            )
+            current = self._workload_of(namespace, job) or {}
+            conditions = _conditions(current)
+            return (
+                conditions.get("Evicted", {}).get("status") == "True"
+                and conditions.get("QuotaReserved", {}).get("status") == "False"
+            )
+
+        _wait(
+            f"Workload of {namespace}/{job} to be evicted after deactivation",
+            evicted_and_released,
+            120,
+            self.progress,
+            self.launcher.logs / "kueue.log",
+        )
+
     def _wait_default_service_accounts(self, namespaces: tuple[str, ...]) -> None:
         for namespace in namespaces:
             _wait(
@@ -776,7 +849,7 @@ class _Starter:
     def _wait_queues_active(self) -> None:
         def active() -> bool:
             queues = self.cluster.get_json("clusterqueues")["items"]
-            return len(queues) >= 7 and all(
+            return len(queues) >= 8 and all(
                 _conditions(q).get("Active", {}).get("status") == "True" for q in queues
             )
 
@@ -926,6 +999,7 @@ class _Starter:
             _wait(what, check, 120, self.progress, self.launcher.logs / "kueue.log")
         self._wait_workload_condition("team-a", "finished-ok", "Finished")
         self._wait_workload_condition("team-a", "healthy-running", "Admitted")
+        self._wait_workload_condition("team-a", "waits-for-approval", "QuotaReserved")
 
 
 def up(state_dir: Path = DEFAULT_STATE_DIR, tie_to_parent: bool = False) -> Cluster:
