@@ -129,10 +129,17 @@ class Cluster:
         return (self.state_dir / "users" / f"{user}.token").read_text().strip()
 
     def kubectl(
-        self, *args: str, user: str = "admin", check: bool = True, timeout: float = 60
+        self,
+        *args: str,
+        user: str = "admin",
+        check: bool = True,
+        timeout: float = 60,
+        kubeconfig: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl as a test user (or with an explicit kubeconfig)."""
+        config = kubeconfig or self.kubeconfig(user)
         result = subprocess.run(
-            [str(self.kubectl_bin), "--kubeconfig", str(self.kubeconfig(user)), *args],
+            [str(self.kubectl_bin), "--kubeconfig", str(config), *args],
             capture_output=True,
             text=True,
             timeout=timeout,
