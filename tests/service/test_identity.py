@@ -1,0 +1,88 @@
+"""Who the service acts as: exactly the identity TokenReview returns, every group included."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cluster.driver import Cluster
+from tests.service.conftest import Server
+
+pytestmark = pytest.mark.cluster
+
+TEAM_A_WORKLOADS = '{ workloads(first: 100, namespace: "team-a") { nodes { name } } }'
+TEAM_B_WORKLOADS = '{ workloads(first: 100, namespace: "team-b") { nodes { name } } }'
+VIEWER = "{ viewer { username groups } }"
+
+
+async def test_every_group_is_impersonated(server: Server, cluster: Cluster) -> None:
+    # grace's only grant comes from her SECOND group; with the first group alone she sees nothing.
+    only_first_group = cluster.kubectl(
+        "get", "workloads", "-n", "team-a", "--as=grace", "--as-group=engineering", check=False
+    )
+    assert only_first_group.returncode != 0
+    assert "forbidden" in only_first_group.stderr.lower()
+
+    token = cluster.token("grace")
+    who = await server.query(VIEWER, token=token)
+    assert who["data"]["viewer"]["username"] == "grace"
+    assert {"engineering", "team-a-readers"} <= set(who["data"]["viewer"]["groups"])
+
+    body = await server.query(TEAM_A_WORKLOADS, token=token)
+    assert "errors" not in body, body.get("errors")
+    names = {n["name"] for n in body["data"]["workloads"]["nodes"]}
+    listed = cluster.kubectl(
+        "get", "workloads", "-n", "team-a", "-o", "name", user="grace"
+    ).stdout.split()
+    assert names == {line.split("/", 1)[1] for line in listed}
+    assert any(name.startswith("job-too-big-3x1cpu-") for name in names)
+
+
+async def test_service_account_token(server: Server, cluster: Cluster) -> None:
+    token = cluster.service_account_token("team-a", "ci-bot")
+    who = await server.query(VIEWER, token=token)
+    assert who["data"]["viewer"]["username"] == "system:serviceaccount:team-a:ci-bot"
+    # A bound token carries extra attributes (credential id, pod/node binding); impersonating
+    # them all must work for the reads to succeed.
+    mine = await server.query(TEAM_A_WORKLOADS, token=token)
+    assert "errors" not in mine, mine.get("errors")
+    assert mine["data"]["workloads"]["nodes"]
+    theirs = await server.query(TEAM_B_WORKLOADS, token=token)
+    assert theirs["data"]["workloads"] is None
+    assert theirs["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert "team-b" in theirs["errors"][0]["message"]
+
+
+async def test_bad_token_is_unauthenticated_and_not_echoed(server: Server) -> None:
+    bogus = "definitely-not-a-valid-token-0123456789"
+    response = await server.post(VIEWER, token=bogus)
+    assert bogus not in response.text
+    body = response.json()
+    assert body["data"] == {"viewer": None}
+    assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_missing_token_is_401(server: Server) -> None:
+    response = await server.post(VIEWER, token=None)
+    assert response.status_code == 401
+    assert response.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_client_impersonation_headers_are_ignored(server: Server, cluster: Cluster) -> None:
+    response = await server.post(
+        "{ viewer { username } " + TEAM_B_WORKLOADS[1:],
+        token=cluster.token("alice"),
+        headers={"Impersonate-User": "admin", "Impersonate-Group": "system:masters"},
+    )
+    body = response.json()
+    assert body["data"]["viewer"]["username"] == "alice"
+    assert body["data"]["workloads"] is None
+    assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+async def test_unknown_object_is_not_found(server: Server, cluster: Cluster) -> None:
+    body = await server.query(
+        '{ workloadFor(namespace: "team-a", kind: "Job", name: "no-such-job") { name } }',
+        token=cluster.token("alice"),
+    )
+    assert body["data"]["workloadFor"] is None
+    assert body["errors"][0]["extensions"]["code"] == "NOT_FOUND"

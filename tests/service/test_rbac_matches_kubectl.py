@@ -1,0 +1,186 @@
+"""Each user sees through the service exactly what kubectl shows that user: nothing kubectl
+denies is shown, nothing kubectl shows is denied."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.cluster.driver import Cluster
+from tests.service.conftest import Server
+
+pytestmark = pytest.mark.cluster
+
+USERS = ["admin", "alice", "bob", "viewer", "nobody"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    kubectl: tuple[str, ...]
+    query: str
+    # Path from `data` to the answer; a list answer is compared by object names.
+    path: tuple[str, ...]
+    compare_names: bool = True
+
+
+PROBES = [
+    Probe(
+        "workloads in team-a",
+        ("get", "workloads", "-n", "team-a"),
+        '{ workloads(first: 100, namespace: "team-a") { nodes { name } } }',
+        ("workloads",),
+    ),
+    Probe(
+        "workloads in team-b",
+        ("get", "workloads", "-n", "team-b"),
+        '{ workloads(first: 100, namespace: "team-b") { nodes { name } } }',
+        ("workloads",),
+    ),
+    Probe(
+        "workloads everywhere",
+        ("get", "workloads", "--all-namespaces"),
+        "{ workloads(first: 100) { nodes { name } } }",
+        ("workloads",),
+    ),
+    Probe(
+        "localqueues in team-a",
+        ("get", "localqueues", "-n", "team-a"),
+        '{ localQueues(first: 100, namespace: "team-a") { nodes { name } } }',
+        ("localQueues",),
+    ),
+    Probe(
+        "one localqueue of team-b",
+        ("get", "localqueue", "lq-team-b", "-n", "team-b"),
+        '{ localQueue(namespace: "team-b", name: "lq-team-b") { name clusterQueueName } }',
+        ("localQueue",),
+    ),
+    Probe(
+        "clusterqueues",
+        ("get", "clusterqueues"),
+        "{ clusterQueues(first: 100) { nodes { name } } }",
+        ("clusterQueues",),
+    ),
+    Probe(
+        "one clusterqueue",
+        ("get", "clusterqueue", "cq-team-a"),
+        '{ clusterQueue(name: "cq-team-a") { name cohortName } }',
+        ("clusterQueue",),
+    ),
+    Probe(
+        "resourceflavors",
+        ("get", "resourceflavors"),
+        "{ resourceFlavors(first: 100) { nodes { name } } }",
+        ("resourceFlavors",),
+    ),
+    Probe(
+        "one cohort object",
+        ("get", "cohort", "org"),
+        '{ cohort(name: "org") { name explicit } }',
+        ("cohort",),
+    ),
+    Probe(
+        "bob's job",
+        ("get", "job", "bob-job", "-n", "team-b"),
+        '{ job(namespace: "team-b", name: "bob-job") { name } }',
+        ("job",),
+    ),
+    Probe(
+        "jobs in team-a",
+        ("get", "jobs", "-n", "team-a"),
+        '{ jobs(first: 100, namespace: "team-a") { nodes { name } } }',
+        ("jobs",),
+    ),
+    Probe(
+        "pods in team-a",
+        ("get", "pods", "-n", "team-a"),
+        '{ pods(first: 100, namespace: "team-a") { nodes { name } } }',
+        ("pods",),
+    ),
+    Probe(
+        "events in team-b",
+        ("get", "events", "-n", "team-b"),
+        '{ events(first: 100, namespace: "team-b") { nodes { name } } }',
+        ("events",),
+        compare_names=False,  # new events may arrive between the two reads
+    ),
+    Probe(
+        "nodes",
+        ("get", "nodes"),
+        "{ nodes(first: 100) { nodes { name } } }",
+        ("nodes",),
+    ),
+    Probe(
+        "namespaces",
+        ("get", "namespaces"),
+        "{ namespaces(first: 100) { nodes { name } } }",
+        ("namespaces",),
+    ),
+    Probe(
+        "priority classes",
+        ("get", "workloadpriorityclasses"),
+        "{ workloadPriorityClasses(first: 100) { nodes { name value } } }",
+        ("workloadPriorityClasses",),
+    ),
+]
+
+
+def kubectl_view(cluster: Cluster, user: str, probe: Probe) -> tuple[bool, set[str]]:
+    result = cluster.kubectl(*probe.kubectl, "-o", "json", user=user, check=False)
+    if result.returncode != 0:
+        assert "forbidden" in result.stderr.lower(), result.stderr
+        return False, set()
+    shown = json.loads(result.stdout)
+    items = shown.get("items", [shown]) if shown.get("kind", "").endswith("List") else [shown]
+    return True, {item["metadata"]["name"] for item in items}
+
+
+def service_view(body: dict[str, Any], probe: Probe) -> tuple[bool, set[str]]:
+    errors = body.get("errors") or []
+    answer: Any = body.get("data") or {}
+    for key in probe.path:
+        answer = answer.get(key) if isinstance(answer, dict) else None
+    if errors:
+        codes = {e["extensions"]["code"] for e in errors}
+        assert codes == {"FORBIDDEN"}, errors
+        assert answer is None
+        return False, set()
+    assert answer is not None
+    if isinstance(answer, dict) and "nodes" in answer:
+        return True, {node["name"] for node in answer["nodes"]}
+    return True, {answer["name"]}
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_service_shows_what_kubectl_shows(
+    server: Server, cluster: Cluster, user: str
+) -> None:
+    token = cluster.token(user)
+    mismatches = []
+    for probe in PROBES:
+        kubectl_allowed, kubectl_names = kubectl_view(cluster, user, probe)
+        body = await server.query(probe.query, token=token)
+        service_allowed, service_names = service_view(body, probe)
+        if kubectl_allowed != service_allowed:
+            mismatches.append(f"{probe.name}: kubectl allowed={kubectl_allowed}, service {body}")
+        elif probe.compare_names and kubectl_names != service_names:
+            mismatches.append(f"{probe.name}: kubectl {kubectl_names} != service {service_names}")
+    assert mismatches == []
+
+
+def test_the_matrix_is_not_trivial(cluster: Cluster) -> None:
+    # Guard against a setup where everyone may read everything (or nothing): the comparison
+    # above would then prove little.
+    allowed = {
+        user: {p.name for p in PROBES if kubectl_view(cluster, user, p)[0]} for user in USERS
+    }
+    assert allowed["nobody"] == set()
+    assert "workloads in team-a" in allowed["alice"]
+    assert "workloads in team-b" not in allowed["alice"]
+    assert "workloads in team-b" in allowed["bob"]
+    assert "clusterqueues" in allowed["viewer"]
+    assert "clusterqueues" not in allowed["alice"]
+    assert allowed["admin"] == {p.name for p in PROBES}
