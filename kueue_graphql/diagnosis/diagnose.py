@@ -15,6 +15,7 @@ from fractions import Fraction
 from kueue_graphql.diagnosis.messages import (
     GRANULAR_PENDING_REASONS,
     parse_kueue_message,
+    parse_taint,
 )
 from kueue_graphql.diagnosis.model import (
     Absent,
@@ -123,6 +124,7 @@ class _Context:
             or (text(self.local_queue, "spec", "clusterQueue") if self.local_queue else None)
             or (name(self.cluster_queue) if self.cluster_queue else None)
         )
+        self.nodes = _known_list(inp.nodes) or []
         all_pods = _known_list(inp.pods)
         self.pods_readable = all_pods is not None
         self.pods = pods_of(self.owner, self.workload, all_pods or [])
@@ -245,7 +247,7 @@ def _queue_position(ctx: _Context, stage: Stage) -> QueuePosition:
 
 def _pods_layer(ctx: _Context) -> tuple[Stage, Layer, list[PodSchedulingProblem]]:
     pending = [p for p in ctx.pods if text(p, "status", "phase") in (None, "Pending")]
-    problems = [pod_problem(p, ctx.events) for p in pending]
+    problems = [pod_problem(p, ctx.events, ctx.nodes) for p in pending]
     if any(is_unscheduled(p) for p in pending):
         return Stage.ADMITTED_PODS_PENDING, Layer.SCHEDULER, problems
     return Stage.RUNNING, Layer.RUNTIME, problems
@@ -672,6 +674,14 @@ def _quota_summary(reasons: Sequence[Reason], quota: QuotaReport) -> str:
                 f"needs {format_quantity(req, res)} {res} at once in flavor {first.flavor}, "
                 f"more than the {format_quantity(cap, res)} its ClusterQueue can ever provide"
             )
+    if first.code == "UntoleratedFlavorTaint":
+        taint = first.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
+        parsed = parse_taint(taint)
+        shown = f"{parsed[0]}={parsed[1] or ''}:{parsed[2] or ''}" if parsed else taint
+        return (
+            f"no flavor can be assigned: flavor {first.flavor} is for nodes tainted {shown} "
+            "and the Pod template does not tolerate that taint"
+        )
     if first.code == "WaitingForQuota":
         more = first.number("moreNeeded")
         if more is not None:
@@ -754,13 +764,14 @@ def _admitted(ctx: _Context) -> Diagnosis:
             quota,
         )
     pending = [p for p in ctx.pods if text(p, "status", "phase") in (None, "Pending")]
-    problems = [pod_problem(p, ctx.events) for p in pending]
+    problems = [pod_problem(p, ctx.events, ctx.nodes) for p in pending]
     unscheduled = [pr for p, pr in zip(pending, problems, strict=True) if is_unscheduled(p)]
     if unscheduled:
         reasons = [r for pr in unscheduled for r in pr.reasons] + base
         first = unscheduled[0]
+        fault = next((r for r in first.reasons if r.code == "NoNodeFits"), None)
         summary = f"admitted by Kueue; kube-scheduler cannot place Pod {first.pod.name}: " + (
-            first.scheduled_message or "no PodScheduled condition yet"
+            fault.message if fault else first.scheduled_message or "no PodScheduled condition yet"
         )
         return _build(
             ctx,

@@ -41,6 +41,7 @@ GRANULAR_PENDING_REASONS = frozenset(
     }
 )
 
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
 _QTY = r"[+-]?[0-9.]+(?:[eE][+-]?\d+|[a-zA-Z]+)?"
 _PODSET_PREFIX = re.compile(r"^couldn't assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
 _PODSET_ERROR = re.compile(r"^failed to assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
@@ -157,7 +158,7 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
             resource=m.group("res"),
             flavor=flavor,
             numbers=numbers,
-            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+            object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
         )
     if m := _UNUSED.match(part):
         more = _MORE_NEEDED.search(part)
@@ -174,7 +175,7 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
             base,
             code="UntoleratedFlavorTaint",
             flavor=flavor,
-            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+            object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
         )
     if m := _AFFINITY.match(part):
         flavor = m.group("flavor")
@@ -182,7 +183,7 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
             base,
             code="FlavorNodeAffinityMismatch",
             flavor=flavor,
-            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+            object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
         )
     if m := _FLAVOR_NOT_FOUND.match(part):
         flavor = m.group("flavor")
@@ -190,7 +191,7 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
             base,
             code="FlavorNotFound",
             flavor=flavor,
-            object=ObjectRef(kind="ResourceFlavor", name=flavor),
+            object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
         )
     if m := _RESOURCE_UNAVAILABLE.match(part):
         return replace(base, code="ResourceNotCovered", resource=m.group("res"))
@@ -225,7 +226,7 @@ def parse_kueue_message(
                     message=message,
                     source=source,
                     kueue_reason=kueue_reason,
-                    object=ObjectRef(kind=kind, name=m.group("n")),
+                    object=ObjectRef(kind, m.group("n"), None, KUEUE_API),
                 )
             ]
     simple = {

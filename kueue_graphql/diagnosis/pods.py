@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 from kueue_graphql.diagnosis.messages import parse_failed_scheduling
 from kueue_graphql.diagnosis.model import (
     KubeObject,
+    Number,
     ObjectRef,
     PodSchedulingProblem,
     Reason,
@@ -15,6 +18,7 @@ from kueue_graphql.diagnosis.model import (
 )
 from kueue_graphql.diagnosis.objects import (
     condition,
+    dig,
     event_message,
     events_for,
     items,
@@ -25,8 +29,10 @@ from kueue_graphql.diagnosis.objects import (
     text,
     uid,
 )
+from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.diagnosis.requests import per_pod_requests
 
-__all__ = ["is_unscheduled", "pod_problem", "pods_of"]
+__all__ = ["is_unscheduled", "node_constraints", "pod_problem", "pods_of"]
 
 JOB_CONTROLLER_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
 
@@ -72,7 +78,183 @@ def _toleration_text(tol: Mapping[str, Any]) -> str:
     return f"{out}:{effect}" if effect else out
 
 
-def pod_problem(pod: KubeObject, events: Sequence[KubeObject]) -> PodSchedulingProblem:
+def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+        return False
+    if tol.get("operator") == "Exists":
+        return not tol.get("key") or tol.get("key") == taint.get("key")
+    return tol.get("key") == taint.get("key") and (tol.get("value") or "") == (
+        taint.get("value") or ""
+    )
+
+
+def _expression_matches(expr: Mapping[str, Any], node_labels: Mapping[str, Any]) -> bool:
+    key, op = str(expr.get("key") or ""), expr.get("operator")
+    values = [str(v) for v in expr.get("values") or []]
+    present = key in node_labels
+    value = str(node_labels.get(key, ""))
+    if op == "In":
+        return present and value in values
+    if op == "NotIn":
+        return not present or value not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and values:
+        try:
+            lhs, rhs = int(value), int(values[0])
+        except ValueError:
+            return False
+        return lhs > rhs if op == "Gt" else lhs < rhs
+    return False
+
+
+def _selector_misses(pod: KubeObject, node: KubeObject) -> list[str]:
+    node_labels = mapping(node, "metadata", "labels")
+    misses = [
+        f"{k}={v}"
+        for k, v in mapping(pod, "spec", "nodeSelector").items()
+        if node_labels.get(k) != v
+    ]
+    terms = items(
+        pod,
+        "spec",
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+    )
+    if terms and not any(
+        all(_expression_matches(e, node_labels) for e in items(t, "matchExpressions"))
+        for t in terms
+    ):
+        misses.append("required node affinity")
+    return misses
+
+
+def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reason]:
+    """Which constraint each Node fails for this Pod, read from the objects themselves.
+
+    Capacity is compared with the Node's allocatable only (not with what other Pods use), so
+    an InsufficientAllocatable reason means the Pod can never fit that Node.
+    """
+    requests = per_pod_requests(mapping(pod, "spec"))
+    tolerations = items(pod, "spec", "tolerations")
+    out: list[Reason] = []
+    eligible: list[KubeObject] = []
+    for node in nodes:
+        before = len(out)
+        node_ref = ObjectRef("Node", name(node), None, "v1")
+        if dig(node, "spec", "unschedulable") is True:
+            out.append(
+                Reason(
+                    "NodeUnschedulable",
+                    f"node {name(node)} is cordoned",
+                    ReasonSource.OBJECT,
+                    object=node_ref,
+                )
+            )
+        misses = _selector_misses(pod, node)
+        if misses:
+            out.append(
+                Reason(
+                    "NodeAffinityMismatch",
+                    f"node {name(node)} does not match the Pod's "
+                    + ", ".join(f"nodeSelector {m}" if "=" in m else m for m in misses),
+                    ReasonSource.OBJECT,
+                    object=node_ref,
+                )
+            )
+        for taint in items(node, "spec", "taints"):
+            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+                continue
+            if any(_tolerates(t, taint) for t in tolerations):
+                continue
+            value = f"={taint.get('value')}" if taint.get("value") else ""
+            out.append(
+                Reason(
+                    "UntoleratedNodeTaint",
+                    f"node {name(node)} has taint {taint.get('key')}{value}:{taint.get('effect')} "
+                    "that the Pod does not tolerate",
+                    ReasonSource.OBJECT,
+                    object=node_ref,
+                )
+            )
+        allocatable = mapping(node, "status", "allocatable")
+        for res, wanted in sorted(requests.items()):
+            have = _quantity_or_zero(allocatable.get(res))
+            if wanted > have:
+                out.append(
+                    Reason(
+                        "InsufficientAllocatable",
+                        f"node {name(node)} has {format_quantity(have, res)} {res} allocatable, "
+                        f"the Pod requests {format_quantity(wanted, res)}",
+                        ReasonSource.OBJECT,
+                        resource=res,
+                        object=node_ref,
+                        numbers=(
+                            Number("requested", wanted, format_quantity(wanted, res)),
+                            Number("allocatable", have, format_quantity(have, res)),
+                        ),
+                    )
+                )
+        if not any(r.code != "InsufficientAllocatable" for r in out[before:]):
+            eligible.append(node)
+    summary = _no_node_fits(requests, nodes, eligible, out)
+    return [summary, *out] if summary is not None else out
+
+
+def _no_node_fits(
+    requests: Mapping[str, Fraction],
+    nodes: Sequence[KubeObject],
+    eligible: Sequence[KubeObject],
+    reasons: Sequence[Reason],
+) -> Reason | None:
+    """One sentence naming the constraint at fault, when the objects show it."""
+    if not nodes:
+        return None
+    if not eligible:
+        return Reason(
+            "NoNodeFits",
+            f"none of the {len(nodes)} nodes matches the Pod's nodeSelector/affinity and "
+            "tolerations",
+            ReasonSource.OBJECT,
+        )
+    short = [
+        r
+        for r in reasons
+        if r.code == "InsufficientAllocatable"
+        and r.object is not None
+        and r.object.name in {name(n) for n in eligible}
+    ]
+    short_nodes = {r.object.name for r in short if r.object is not None}
+    if len(short_nodes) < len(eligible):
+        return None
+    names = ", ".join(sorted(name(n) for n in eligible))
+    lacks = "; ".join(r.message for r in short)
+    return Reason(
+        "NoNodeFits",
+        f"{len(eligible)} of {len(nodes)} nodes ({names}) match the Pod's nodeSelector/affinity "
+        f"and tolerations, and none has the allocatable capacity: {lacks}",
+        ReasonSource.OBJECT,
+        resource=short[0].resource if short else None,
+        numbers=short[0].numbers if short else (),
+    )
+
+
+def _quantity_or_zero(raw: object) -> Fraction:
+    if isinstance(raw, str | int):
+        try:
+            return parse_quantity(raw)
+        except QuantityError:
+            return Fraction(0)
+    return Fraction(0)
+
+
+def pod_problem(
+    pod: KubeObject, events: Sequence[KubeObject], nodes: Sequence[KubeObject] = ()
+) -> PodSchedulingProblem:
     """The scheduling state of one Pending Pod, with kube-scheduler's reasons parsed."""
     scheduled = condition(pod, "PodScheduled")
     failed = [
@@ -91,6 +273,8 @@ def pod_problem(pod: KubeObject, events: Sequence[KubeObject]) -> PodSchedulingP
     reasons = [r if r.object is not None else _with_object(r, pod_ref) for r in reasons]
     if not reasons and text(pod, "spec", "nodeName"):
         reasons.append(_runtime_reason(pod))
+    elif not text(pod, "spec", "nodeName"):
+        reasons.extend(node_constraints(pod, nodes))
     node_selector = {str(k): str(v) for k, v in mapping(pod, "spec", "nodeSelector").items()}
     return PodSchedulingProblem(
         pod=ObjectRef(kind="Pod", name=name(pod), namespace=namespace(pod), api_version="v1"),
@@ -107,8 +291,6 @@ def pod_problem(pod: KubeObject, events: Sequence[KubeObject]) -> PodSchedulingP
 
 
 def _with_object(reason: Reason, obj: ObjectRef) -> Reason:
-    from dataclasses import replace
-
     return replace(reason, object=obj)
 
 

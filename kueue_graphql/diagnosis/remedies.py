@@ -7,7 +7,15 @@ from collections.abc import Iterator
 from fractions import Fraction
 
 from kueue_graphql.diagnosis.messages import parse_taint
-from kueue_graphql.diagnosis.model import Diagnosis, KubeObject, Layer, QuotaLine, Stage, Verdict
+from kueue_graphql.diagnosis.model import (
+    Diagnosis,
+    KubeObject,
+    Layer,
+    QuotaLine,
+    Stage,
+    Verdict,
+    Visibility,
+)
 from kueue_graphql.diagnosis.quantity import format_quantity
 
 __all__ = ["commands_for", "next_steps_for"]
@@ -22,6 +30,24 @@ def _line(d: Diagnosis, flavor: str | None, resource: str | None) -> QuotaLine |
         if line.flavor == flavor and line.resource == resource:
             return line
     return None
+
+
+# Reasons that hold a Workload whatever the quota says.
+_NOT_QUOTA_CODES = frozenset(
+    {
+        "LocalQueueNotFound",
+        "LocalQueueStopped",
+        "LocalQueueInactive",
+        "ClusterQueueNotFound",
+        "ClusterQueueStopped",
+        "ClusterQueueInactive",
+        "NamespaceNotSelected",
+        "UntoleratedFlavorTaint",
+        "FlavorNodeAffinityMismatch",
+        "FlavorNotFound",
+        "ResourceNotCovered",
+    }
+)
 
 
 def next_steps_for(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
@@ -147,12 +173,26 @@ def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
             )
         elif r.code == "UntoleratedNodeTaint":
             yield "Some nodes carry taints the Pod does not tolerate: add tolerations if intended."
+        elif r.code == "InsufficientAllocatable":
+            wanted = r.number("requested")
+            largest = max(
+                (
+                    x.number("allocatable") or Fraction(0)
+                    for x in d.reasons
+                    if x.code == "InsufficientAllocatable" and x.resource == res
+                ),
+                default=Fraction(0),
+            )
+            yield (
+                f"The Pod requests {_q(wanted, res)} {res} and the nodes short of it offer at "
+                f"most {_q(largest, res)} allocatable: waiting does not help there; shrink the "
+                "per-Pod request (e.g. more Pods with less each) or add bigger nodes."
+            )
+    quota_is_the_problem = not any(r.code in _NOT_QUOTA_CODES for r in d.reasons)
     if (
         d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION
         and d.quota.verdict is Verdict.FITS_NOW
-        and not any(
-            r.code in ("UntoleratedFlavorTaint", "FlavorNodeAffinityMismatch") for r in d.reasons
-        )
+        and quota_is_the_problem
     ):
         yield "Quota is free now: the next scheduling cycle should admit it."
     if d.stage in (Stage.PREEMPTED, Stage.EVICTED):
@@ -201,21 +241,22 @@ def commands_for(d: Diagnosis) -> Iterator[str]:
         yield _cmd("kubectl", "get", "localqueue", d.local_queue, "-n", ns, "-o", "yaml")
     if kueue_side and d.cluster_queue:
         yield _cmd("kubectl", "get", "clusterqueue", d.cluster_queue, "-o", "yaml")
-        yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
+        if d.quota.visibility is not Visibility.ABSENT:
+            yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
     if d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION and d.local_queue and ns:
         yield _cmd(
             "kubectl", "get", "--raw",
             f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/"
             f"{d.local_queue}/pendingworkloads",
         )  # fmt: skip
-    cohorts = {line.cohort for line in d.quota.lines if line.cohort}
-    for cohort in sorted(cohorts):
-        if kueue_side:
-            yield _cmd("kubectl", "get", "cohort", cohort, "-o", "yaml")
-            yield _cmd(
-                "kubectl", "get", "clusterqueues", "-o",
-                "custom-columns=NAME:.metadata.name,COHORT:.spec.cohortName",
-            )  # fmt: skip
+    if kueue_side and any(line.cohort for line in d.quota.lines):
+        # A cohort may exist only as a cohortName, without a Cohort object: list both.
+        yield _cmd("kubectl", "get", "cohorts")
+        yield _cmd(
+            "kubectl", "get", "clusterqueues", "-o",
+            "custom-columns=NAME:.metadata.name,COHORT:.spec.cohortName,"
+            "RESERVED:.status.flavorsReservation",
+        )  # fmt: skip
     flavors = sorted({r.flavor for r in d.reasons if r.flavor})
     for flavor in flavors:
         yield _cmd("kubectl", "get", "resourceflavor", flavor, "-o", "yaml")

@@ -38,6 +38,8 @@ SCENARIOS = (
     "healthy-running",
     "finished-ok",
     "gpu-training",
+    "waits-for-approval",
+    "deactivated-by-admin",
 )
 USERS = ("alice", "viewer")
 
@@ -78,9 +80,9 @@ def kubectl_json(*args: str, user: str = "admin") -> Any:
         check=False,
     )
     if proc.returncode != 0:
-        if "NotFoundError" in proc.stderr or "not found" in proc.stderr:
+        if "(NotFound)" in proc.stderr or "not found" in proc.stderr:
             raise NotFoundError(proc.stderr.strip())
-        if "ForbiddenError" in proc.stderr or "forbidden" in proc.stderr:
+        if "(Forbidden)" in proc.stderr or "forbidden" in proc.stderr:
             raise ForbiddenError(proc.stderr.strip())
         raise RuntimeError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
     return _strip(json.loads(proc.stdout))
@@ -95,9 +97,9 @@ def raw_json(path: str, user: str = "admin") -> Any:
         check=False,
     )
     if proc.returncode != 0:
-        if "NotFoundError" in proc.stderr or "not found" in proc.stderr:
+        if "(NotFound)" in proc.stderr or "not found" in proc.stderr:
             raise NotFoundError(proc.stderr.strip())
-        if "ForbiddenError" in proc.stderr or "forbidden" in proc.stderr:
+        if "(Forbidden)" in proc.stderr or "forbidden" in proc.stderr:
             raise ForbiddenError(proc.stderr.strip())
         raise RuntimeError(f"get --raw {path}: {proc.stderr.strip()}")
     return _strip(json.loads(proc.stdout))
@@ -234,8 +236,9 @@ def _versions() -> dict[str, str]:
     kueue = "unknown"
     go_mod = REPO / "tests" / "cluster" / "kueue" / "go.mod"
     for line in go_mod.read_text().splitlines():
-        if "sigs.k8s.io/kueue " in line:
-            kueue = line.split()[-1]
+        fields = line.split()
+        if "sigs.k8s.io/kueue" in fields:
+            kueue = fields[fields.index("sigs.k8s.io/kueue") + 1]
     return {
         "kubernetes": version.get("serverVersion", {}).get("gitVersion", "unknown"),
         "kubectl": version.get("clientVersion", {}).get("gitVersion", "unknown"),

@@ -37,7 +37,7 @@ def as_input(
     if "pendingWorkloads" in denied:
         position = Forbidden(f"{user} may not read pendingworkloads")
     elif data["pendingWorkloads"] is None:
-        position = Absent("visibility API not served")
+        position = Absent("the visibility API returned no pending list for this LocalQueue")
     elif data["workload"] is not None:
         for item in data["pendingWorkloads"].get("items", []):
             if item["metadata"]["name"] == data["workload"]["metadata"]["name"]:

@@ -12,6 +12,7 @@ from fractions import Fraction
 import pytest
 
 from kueue_graphql.diagnosis.messages import (
+    KUEUE_API,
     parse_failed_scheduling,
     parse_kueue_message,
     parse_taint,
@@ -40,7 +41,7 @@ def test_exceeds_max_quota_real() -> None:
     assert r.number("requested") == 3
     assert r.number("maximumCapacity") == 2
     assert r.number("previouslyConsidered") == 0
-    assert r.object == ObjectRef("ResourceFlavor", "standard")
+    assert r.object == ObjectRef("ResourceFlavor", "standard", None, KUEUE_API)
 
 
 def test_waiting_for_quota_real() -> None:
@@ -95,7 +96,7 @@ def test_untolerated_taint_real_and_taint_shapes() -> None:
 def test_queue_messages(message: str, code: str, kind: str, obj: str) -> None:
     [r] = parse_kueue_message(message, "Inadmissible", C)
     assert r.code == code
-    assert r.object == ObjectRef(kind, obj)
+    assert r.object == ObjectRef(kind, obj, None, KUEUE_API)
 
 
 def test_several_pod_sets_and_parts_hand_made() -> None:
@@ -176,5 +177,17 @@ def test_failed_scheduling_histogram() -> None:
         ("UntoleratedNodeTaint", None, 1),
     ]
     assert all(r.number("totalNodes") == 3 for r in reasons)
+    # REAL (kube-scheduler 1.36 while the fake nodes still had their not-ready taint)
+    [taint] = parse_failed_scheduling(
+        "0/2 nodes are available: 2 node(s) had untolerated taint(s). no new claims to "
+        "deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for "
+        "scheduling.",
+        ReasonSource.CONDITION,
+    )
+    assert (taint.code, taint.message, taint.number("nodes")) == (
+        "UntoleratedNodeTaint",
+        "2 node(s) had untolerated taint(s)",
+        2,
+    )
     [other] = parse_failed_scheduling("no nodes available to schedule pods", ReasonSource.EVENT)
     assert other.code == "SchedulerFilter"

@@ -32,17 +32,19 @@ def test_parse_rejects_garbage() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "text"),
+    ("value", "resource", "text"),
     [
-        (Fraction(3), "3"),
-        (Fraction(3, 2), "1500m"),
-        (Fraction(768 * 2**20), "768Mi"),
-        (Fraction(2 * 2**30), "2Gi"),
-        (Fraction(0), "0"),
+        (Fraction(3), "cpu", "3"),
+        (Fraction(3, 2), "cpu", "1500m"),
+        (Fraction(2048), "cpu", "2048"),  # never "2Ki" CPUs
+        (Fraction(768 * 2**20), "memory", "768Mi"),
+        (Fraction(2 * 2**30), "memory", "2Gi"),
+        (Fraction(2), "example.com/gpu", "2"),
+        (Fraction(0), "memory", "0"),
     ],
 )
-def test_format(value: Fraction, text: str) -> None:
-    assert format_quantity(value) == text
+def test_format_per_resource(value: Fraction, resource: str, text: str) -> None:
+    assert format_quantity(value, resource) == text
 
 
 def _c(requests: dict[str, str] | None = None, limits: dict[str, str] | None = None) -> dict:

@@ -1,0 +1,189 @@
+"""Quota arithmetic against Kueue's resource-node rules.
+
+HAND-MADE objects, shaped like tests/cluster/manifests/30-kueue-queues.yaml, so each expected
+number can be worked out by hand from Kueue v0.17.0's resource_node.go (comments show how).
+The same figures are checked on the REAL captured objects in test_diagnose_captured.py.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from kueue_graphql.diagnosis.model import Verdict
+from kueue_graphql.diagnosis.quota import CohortTree, assess_quota
+from kueue_graphql.diagnosis.requests import PodSetRequest
+
+
+def cq(
+    name: str,
+    cpu: dict[str, str],
+    cohort: str | None = None,
+    reserved_cpu: str = "0",
+    flavor: str = "standard",
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": flavor, "resources": [{"name": "cpu", **cpu}]}],
+            }
+        ]
+    }
+    if cohort:
+        spec["cohortName"] = cohort
+    return {
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {
+            "flavorsReservation": [
+                {"name": flavor, "resources": [{"name": "cpu", "total": reserved_cpu}]}
+            ]
+        },
+    }
+
+
+def need(cpu: str, flavor: str | None = None) -> list[PodSetRequest]:
+    return [
+        PodSetRequest(
+            name="main",
+            count=1,
+            per_pod={"cpu": Fraction(cpu)},
+            total={"cpu": Fraction(cpu)},
+            flavors={"cpu": flavor} if flavor else {},
+            source="spec",
+        )
+    ]
+
+
+FR = ("standard", "cpu")
+BORROWER = cq("borrower", {"nominalQuota": "1", "borrowingLimit": "1"}, "research", "2")
+LENDER = cq("lender", {"nominalQuota": "4", "lendingLimit": "3"}, "research")
+COHORTS = [
+    {"metadata": {"name": "org"}, "spec": {}},
+    {"metadata": {"name": "research"}, "spec": {"parentName": "org"}},
+]
+
+
+def test_lone_queue_never_fits_above_nominal() -> None:
+    small = cq("small", {"nominalQuota": "2"})
+    report = assess_quota(
+        cluster_queue=small,
+        requests=need("3"),
+        holds_reservation=False,
+        cluster_queues=None,
+        cohorts=None,
+    )
+    [line] = report.lines
+    assert (line.requested, line.nominal_quota, line.maximum_capacity) == (3, 2, 2)
+    assert (line.verdict, line.limited_by, report.verdict) == (
+        Verdict.NEVER_FITS,
+        "NOMINAL_QUOTA",
+        Verdict.NEVER_FITS,
+    )
+
+
+def test_borrowing_limit_reached() -> None:
+    # research subtree = borrower 1 (no lendingLimit: all lent) + lender 4-1 = 4; usage 2.
+    # borrower: potential = min(1 + bl 1, 0 + 4) = 2; available: parent 4-2 = 2, capped by
+    # stored 1 - used-in-parent 2 + bl 1 = 0 -> 0. A 1-CPU request must wait, limit binds.
+    tree = CohortTree([BORROWER, LENDER], COHORTS)
+    assert tree.potential_available("borrower", FR) == 2
+    assert tree.available("borrower", FR) == 0
+    assert tree.borrowing_limit_binds("borrower", FR)
+    report = assess_quota(
+        cluster_queue=BORROWER,
+        requests=need("1"),
+        holds_reservation=False,
+        cluster_queues=[BORROWER, LENDER],
+        cohorts=COHORTS,
+    )
+    [line] = report.lines
+    assert (line.verdict, line.limited_by, line.cohort) == (
+        Verdict.MUST_WAIT,
+        "BORROWING_LIMIT",
+        "research",
+    )
+    assert (line.maximum_capacity, line.available_now, line.cohort_can_lend) == (2, 0, 0)
+
+
+def test_borrowing_possible_when_idle() -> None:
+    idle = cq("borrower", {"nominalQuota": "1", "borrowingLimit": "1"}, "research", "0")
+    report = assess_quota(
+        cluster_queue=idle,
+        requests=need("2"),
+        holds_reservation=False,
+        cluster_queues=[idle, LENDER],
+        cohorts=COHORTS,
+    )
+    [line] = report.lines
+    # 1 own + 1 borrowed (the lender keeps 1 of its 4 through lendingLimit 3)
+    assert (line.available_now, line.cohort_can_lend, line.verdict) == (2, 1, Verdict.FITS_NOW)
+    assert (line.lending_limit, line.borrowing_limit) == (None, 1)
+
+
+def test_lender_keeps_what_it_does_not_lend() -> None:
+    # lender localQuota = 4 - 3 = 1, usable only by itself; the rest sits in the cohort.
+    tree = CohortTree([BORROWER, LENDER], COHORTS)
+    # borrower uses 2 of the cohort's 4 -> cohort has 2 left + lender's local 1
+    assert tree.available("lender", FR) == 3
+    # no borrowingLimit: its local 1 + the whole cohort (its 3 lent + the borrower's 1) = 5
+    assert tree.potential_available("lender", FR) == 5
+
+
+def test_implicit_cohort_and_unknown_members() -> None:
+    # cohort named only by cohortName; without the list of members we cannot say
+    a = cq("a", {"nominalQuota": "4"}, "shared", "4")
+    report = assess_quota(
+        cluster_queue=a,
+        requests=need("1"),
+        holds_reservation=False,
+        cluster_queues=None,
+        cohorts=None,
+    )
+    [line] = report.lines
+    assert (line.verdict, line.available_now, line.cohort_can_lend) == (
+        Verdict.UNKNOWN,
+        None,
+        None,
+    )
+    b = cq("b", {"nominalQuota": "2"}, "shared", "0")
+    report = assess_quota(
+        cluster_queue=a,
+        requests=need("1"),
+        holds_reservation=False,
+        cluster_queues=[a, b],
+        cohorts=[],
+    )
+    [line] = report.lines
+    assert (line.verdict, line.available_now, line.cohort_can_lend) == (Verdict.FITS_NOW, 2, 2)
+
+
+def test_admitted_workload_counts_itself() -> None:
+    a = cq("a", {"nominalQuota": "4"}, None, "3")
+    report = assess_quota(
+        cluster_queue=a,
+        requests=need("3", flavor="standard"),
+        holds_reservation=True,
+        cluster_queues=None,
+        cohorts=None,
+    )
+    [line] = report.lines
+    assert (line.verdict, line.reserved, line.counts_this_workload) == (Verdict.FITS_NOW, 3, True)
+
+
+def test_best_flavor_wins() -> None:
+    two = cq("two", {"nominalQuota": "1"})
+    two["spec"]["resourceGroups"][0]["flavors"].append(
+        {"name": "big", "resources": [{"name": "cpu", "nominalQuota": "8"}]}
+    )
+    report = assess_quota(
+        cluster_queue=two,
+        requests=need("3"),
+        holds_reservation=False,
+        cluster_queues=None,
+        cohorts=None,
+    )
+    verdicts = {line.flavor: line.verdict for line in report.lines}
+    assert verdicts == {"standard": Verdict.NEVER_FITS, "big": Verdict.FITS_NOW}
+    assert report.verdict is Verdict.FITS_NOW
