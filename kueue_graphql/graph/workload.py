@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 
 from kueue_graphql.core.conditions import workload_status
-from kueue_graphql.core.errors import NotFoundError
+from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.core.requests import podset_requests, total_requests
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
@@ -104,6 +104,13 @@ class PriorityClassRef:
     group: str | None
     kind: str | None
     name: str
+
+
+@strawberry.type(description="Where a pending Workload stands, from Kueue's visibility API.")
+class QueuePosition:
+    position_in_cluster_queue: int
+    position_in_local_queue: int
+    priority: int | None
 
 
 @strawberry.type
@@ -266,6 +273,25 @@ class Workload(KubeObject):
             for o in metadata(await self.obj(info)).get("ownerReferences") or []
         ]
 
+    @field(
+        description="Position among pending Workloads (0 = next). Null when not pending, or "
+        "when Kueue's visibility API is unavailable or not permitted."
+    )
+    async def queue_position(self, info: Info) -> QueuePosition | None:
+        obj = await self.obj(info)
+        queue_name = spec(obj).get("queueName")
+        if not queue_name or self.ref_namespace is None or workload_status(obj) != "pending":
+            return None
+        pending = await reads(info).pending_in_local_queue(self.ref_namespace, queue_name)
+        for item in pending or []:
+            if metadata(item).get("name") == self.ref_name:
+                return QueuePosition(
+                    position_in_cluster_queue=int(item.get("positionInClusterQueue", 0)),
+                    position_in_local_queue=int(item.get("positionInLocalQueue", 0)),
+                    priority=item.get("priority"),
+                )
+        return None
+
     @field(description="The LocalQueue named by `spec.queueName`.")
     async def local_queue(
         self, info: Info
@@ -330,8 +356,13 @@ async def find_workload_for(
     owner_resource = OWNER_KINDS.get(kind)
     owner_uid: str | None = None
     if owner_resource is not None:
-        owner = await reads_.get(owner_resource, namespace, name)
-        owner_uid = metadata(owner).get("uid")
+        try:
+            owner = await reads_.get(owner_resource, namespace, name)
+            owner_uid = metadata(owner).get("uid")
+        except ForbiddenError:
+            # A caller may read Workloads without reading their owners: match by owner
+            # name instead of by the owner's uid label.
+            owner_uid = None
     if owner_uid:
         candidates = await reads_.list_objects(
             WORKLOAD, namespace, label_selector=f"{JOB_UID_LABEL}={owner_uid}"

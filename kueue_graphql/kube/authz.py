@@ -25,6 +25,7 @@ class Access:
     resource: Resource
     namespace: str | None = None
     name: str | None = None
+    subresource: str | None = None
 
     def attributes(self) -> JsonObject:
         attributes: JsonObject = {
@@ -37,10 +38,12 @@ class Access:
             attributes["namespace"] = self.namespace
         if self.name:
             attributes["name"] = self.name
+        if self.subresource:
+            attributes["subresource"] = self.subresource
         return attributes
 
 
-DecisionKey = tuple[Identity, str, str, str, str, str]
+DecisionKey = tuple[Identity, str, str, str, str, str, str]
 
 
 class Authorizer:
@@ -65,6 +68,7 @@ class Authorizer:
             access.resource.plural,
             access.namespace or "",
             access.name or "",
+            access.subresource or "",
         )
 
     async def allowed(self, identity: Identity, access: Access, meter: ApiCallMeter) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from strawberry.dataloader import DataLoader
 
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.core.errors import ForbiddenError, NotFoundError, ServiceError
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Access, Authorizer
 from kueue_graphql.kube.client import (
@@ -25,7 +25,7 @@ from kueue_graphql.kube.client import (
     KubeClient,
     raise_for_read,
 )
-from kueue_graphql.kube.resources import EVENT, Resource
+from kueue_graphql.kube.resources import EVENT, VISIBILITY_LOCAL_QUEUE, Resource
 
 # Kubernetes paginates big lists; this page size keeps single responses bounded.
 _LIST_PAGE = 500
@@ -67,6 +67,9 @@ class RequestReads:
         self._access = DataLoader[Access, bool](load_fn=self._load_access)
         self._objects = DataLoader[ObjectKey, JsonObject](load_fn=self._load_objects)
         self._lists = DataLoader[ListKey, list[JsonObject]](load_fn=self._load_lists)
+        self._pending = DataLoader[tuple[str, str], list[JsonObject] | None](
+            load_fn=self._load_pending
+        )
         self._events = DataLoader[tuple[str | None, str], list[JsonObject]](
             load_fn=self._load_events
         )
@@ -197,6 +200,36 @@ class RequestReads:
             )
             self._objects.prime(object_key, item)
         return items
+
+    # -- queue order (visibility API) ----------------------------------------------------------
+
+    async def pending_in_local_queue(
+        self, namespace: str, local_queue: str
+    ) -> list[JsonObject] | None:
+        """Kueue's pending workloads of a LocalQueue in queue order, or None when the
+        visibility API is absent, unreachable or forbidden: it is an extra, never a failure."""
+        return await self._pending.load((namespace, local_queue))
+
+    async def _load_pending(
+        self, keys: list[tuple[str, str]]
+    ) -> list[list[JsonObject] | None | BaseException]:
+        results = await asyncio.gather(*(self._fetch_pending(ns, lq) for ns, lq in keys))
+        return list(results)
+
+    async def _fetch_pending(self, namespace: str, local_queue: str) -> list[JsonObject] | None:
+        access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, local_queue, "pendingworkloads")
+        try:
+            if not await self.may(access):
+                return None
+            summary = await self.client.request_json(
+                "GET",
+                VISIBILITY_LOCAL_QUEUE.path(namespace, local_queue) + "/pendingworkloads",
+                meter=self.meter,
+                as_identity=await self._as(),
+            )
+        except (ApiStatusError, ServiceError):
+            return None
+        return list(summary.get("items") or [])
 
     # -- events --------------------------------------------------------------------------------
 

@@ -49,5 +49,11 @@ EVENT = Resource("Event", "", "v1", "events", namespaced=True)
 NODE = Resource("Node", "", "v1", "nodes", namespaced=False)
 NAMESPACE = Resource("Namespace", "", "v1", "namespaces", namespaced=False)
 
+# Kueue's visibility API (an aggregated API served by the Kueue manager): pending workloads in
+# queue order, as the subresource `pendingworkloads` of a LocalQueue.
+VISIBILITY_LOCAL_QUEUE = Resource(
+    "LocalQueue", "visibility.kueue.x-k8s.io", "v1beta2", "localqueues", namespaced=True
+)
+
 # Owner kinds `workloadFor` can navigate by type, keyed by Kubernetes kind.
 OWNER_KINDS = {"Job": JOB}

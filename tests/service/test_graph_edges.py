@@ -207,3 +207,32 @@ async def test_raw_is_the_object_kubectl_shows(server: Server, cluster: Cluster)
         '{ clusterQueue(name: "cq-does-not-exist") { name } }', token=cluster.token("viewer")
     )
     assert missing["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+
+
+async def test_queue_position_from_the_visibility_api(server: Server, cluster: Cluster) -> None:
+    data = await ok(
+        server,
+        cluster,
+        """{ waiting: workloadFor(namespace: "team-a", kind: "Job", name: "too-big-3x1cpu") {
+               name queuePosition { positionInClusterQueue positionInLocalQueue }
+             }
+             running: workloadFor(namespace: "team-a", kind: "Job", name: "healthy-running") {
+               queuePosition { positionInLocalQueue }
+             } }""",
+        user="alice",
+    )
+    summary = json.loads(
+        cluster.kubectl(
+            "get",
+            "--raw",
+            "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/lq-small"
+            "/pendingworkloads",
+            user="alice",
+        ).stdout
+    )
+    (item,) = [i for i in summary["items"] if i["metadata"]["name"] == data["waiting"]["name"]]
+    assert data["waiting"]["queuePosition"] == {
+        "positionInClusterQueue": item["positionInClusterQueue"],
+        "positionInLocalQueue": item["positionInLocalQueue"],
+    }
+    assert data["running"]["queuePosition"] is None  # admitted: no longer in the queue
