@@ -14,7 +14,7 @@ import httpx
 import pytest
 import uvicorn
 
-from kueue_graphql.http import ServerSettings, build_app
+from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
 
@@ -90,8 +90,10 @@ current-context: test
 
 
 @asynccontextmanager
-async def running_server(kubeconfig: Path) -> AsyncIterator[Server]:
-    app = build_app(ServerSettings(kubeconfig=str(kubeconfig)))
+async def running_server(
+    kubeconfig: Path, auth_mode: AuthMode = AuthMode.TOKEN_REVIEW
+) -> AsyncIterator[Server]:
+    app = build_app(ServerSettings(kubeconfig=str(kubeconfig), auth_mode=auth_mode))
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from kueue_graphql.http import AuthMode
 from tests.cluster.driver import Cluster
-from tests.service.conftest import Server
+from tests.service.conftest import Server, running_server
 
 pytestmark = pytest.mark.cluster
 
@@ -86,3 +89,35 @@ async def test_unknown_object_is_not_found(server: Server, cluster: Cluster) -> 
     )
     assert body["data"]["workloadFor"] is None
     assert body["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+
+
+async def test_concurrent_callers_never_see_each_others_data(
+    server: Server, cluster: Cluster
+) -> None:
+    query = "{ viewer { username } workloads(first: 100) { nodes { namespace } } " + (
+        'a: workloads(first: 100, namespace: "team-a") { nodes { name } } '
+        'b: workloads(first: 100, namespace: "team-b") { nodes { name } } }'
+    )
+    tokens = {"alice": cluster.token("alice"), "bob": cluster.token("bob")}
+    users = ["alice", "bob"] * 8
+    bodies = await asyncio.gather(*(server.query(query, token=tokens[u]) for u in users))
+    for user, body in zip(users, bodies, strict=True):
+        data = body["data"]
+        assert data["viewer"]["username"] == user
+        assert data["workloads"] is None  # neither may list across namespaces
+        mine, theirs = ("a", "b") if user == "alice" else ("b", "a")
+        assert data[mine]["nodes"]
+        assert data[theirs] is None
+        denied = {e["path"][0] for e in body["errors"]}
+        assert denied == {"workloads", theirs}
+
+
+async def test_local_mode_reads_as_the_kubeconfig_identity(cluster: Cluster) -> None:
+    async with running_server(cluster.kubeconfig("alice"), AuthMode.LOCAL) as local:
+        body = await local.query(
+            "{ viewer { username } " + TEAM_A_WORKLOADS[1:-1] + " }", token=None
+        )
+        assert body["data"]["viewer"]["username"] == "alice"
+        assert body["data"]["workloads"]["nodes"]
+        theirs = await local.query(TEAM_B_WORKLOADS, token=None)
+        assert theirs["errors"][0]["extensions"]["code"] == "FORBIDDEN"

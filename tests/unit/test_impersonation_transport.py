@@ -59,3 +59,13 @@ async def test_budget_stops_calls_before_they_are_sent() -> None:
         with pytest.raises(Exception, match="more than 1 Kubernetes API calls"):
             await stub.kube.request_json("GET", "/version", meter=meter)
     assert len(stub.requests) == 1
+
+
+async def test_deadline_stops_calls_before_they_are_sent() -> None:
+    import time
+
+    meter = ApiCallMeter(budget=10, deadline=time.monotonic() - 0.1)
+    async with apiserver_stub(ok) as stub:
+        with pytest.raises(Exception, match="deadline exceeded"):
+            await stub.kube.request_json("GET", "/version", meter=meter)
+    assert stub.requests == []
