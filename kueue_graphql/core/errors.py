@@ -63,10 +63,17 @@ class ForbiddenError(ServiceError):
         resource: str,
         namespace: str | None = None,
         name: str | None = None,
+        *,
+        namespaced: bool = False,
     ) -> None:
         qualified = f"{resource}.{group}" if group else resource
         target = f" {name!r}" if name else ""
-        scope = f" in namespace {namespace!r}" if namespace else " at the cluster scope"
+        if namespace:
+            scope = f" in namespace {namespace!r}"
+        elif namespaced:
+            scope = " across all namespaces"
+        else:
+            scope = " (cluster-scoped)"
         super().__init__(f"forbidden: you may not {verb} {qualified}{target}{scope}")
         self.verb = verb
         self.group = group

@@ -102,6 +102,7 @@ class RequestReads:
                 access.resource.plural,
                 access.namespace,
                 access.name,
+                namespaced=access.resource.namespaced,
             )
 
     # -- single objects ------------------------------------------------------------------------
@@ -134,7 +135,12 @@ class RequestReads:
         except ApiStatusError as error:
             if error.status == 403:
                 raise ForbiddenError(
-                    "get", key.resource.group, key.resource.plural, key.namespace, key.name
+                    "get",
+                    key.resource.group,
+                    key.resource.plural,
+                    key.namespace,
+                    key.name,
+                    namespaced=key.resource.namespaced,
                 ) from error
             raise raise_for_read(error, key.resource.kind, key.name, key.namespace) from error
 
@@ -179,7 +185,11 @@ class RequestReads:
             except ApiStatusError as error:
                 if error.status == 403:
                     raise ForbiddenError(
-                        "list", key.resource.group, key.resource.plural, key.namespace
+                        "list",
+                        key.resource.group,
+                        key.resource.plural,
+                        key.namespace,
+                        namespaced=key.resource.namespaced,
                     ) from error
                 raise raise_for_read(error, key.resource.kind, None, key.namespace) from error
             for item in page.get("items") or []:
