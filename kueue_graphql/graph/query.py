@@ -11,6 +11,7 @@ from strawberry.tools import merge_types
 from kueue_graphql.graph.admissioncheck import AdmissionCheckQuery
 from kueue_graphql.graph.clusterqueue import ClusterQueueQuery
 from kueue_graphql.graph.cohort import CohortQuery
+from kueue_graphql.graph.diagnosis import DiagnosisQuery
 from kueue_graphql.graph.event import EventQuery
 from kueue_graphql.graph.job import JobQuery
 from kueue_graphql.graph.localqueue import LocalQueueQuery
@@ -38,6 +39,7 @@ ROOT_FIELD_GROUPS: tuple[type, ...] = (
     EventQuery,
     NodeQuery,
     NamespaceQuery,
+    DiagnosisQuery,
 )
 
 Query = merge_types("Query", ROOT_FIELD_GROUPS)

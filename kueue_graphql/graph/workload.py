@@ -33,6 +33,7 @@ from kueue_graphql.kube.resources import LOCAL_QUEUE, OWNER_KINDS, WORKLOAD
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
+    from kueue_graphql.graph.diagnosis import Diagnosis
     from kueue_graphql.graph.job import Job
     from kueue_graphql.graph.localqueue import LocalQueue
     from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
@@ -326,6 +327,14 @@ class Workload(KubeObject):
         if ref.get("name") and ref.get("kind", "WorkloadPriorityClass") == "WorkloadPriorityClass":
             return WorkloadPriorityClass.ref(ref["name"])
         return None
+
+    @field(description="Why this Workload is where it is (see the root field `diagnose`).")
+    async def diagnosis(
+        self, info: Info
+    ) -> Annotated[Diagnosis, strawberry.lazy("kueue_graphql.graph.diagnosis")] | None:
+        from kueue_graphql.graph.diagnosis import diagnose_workload
+
+        return await diagnose_workload(info, await self.obj(info))
 
     @field(description="The owning batch/v1 Job, when the owner is one.")
     async def job(

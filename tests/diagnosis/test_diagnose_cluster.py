@@ -1,0 +1,246 @@
+"""`diagnose` through HTTP against the real control plane (Kueue v0.17.0), as alice (tenant of
+team-a) and as viewer (cluster-wide read). Expected values come from the scenario manifests."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from tests.cluster.driver import Cluster
+from tests.service.conftest import Server
+
+pytestmark = pytest.mark.cluster
+
+USERS = ("alice", "viewer")
+
+DIAGNOSE = """
+query Why($ns: String!, $kind: String!, $name: String!) {
+  diagnose(namespace: $ns, kind: $kind, name: $name) {
+    stage layer summary
+    workload { name }
+    owner { kind name }
+    localQueue { name }
+    clusterQueue { name }
+    blockingRef { kind name namespace }
+    blockingObject { __typename ... on LocalQueue { name } ... on ClusterQueue { name }
+      ... on ResourceFlavor { name } ... on Pod { name } ... on AdmissionCheck { name }
+      ... on Cohort { name } ... on Workload { name } }
+    reasons { code kueueReason message source resource flavor podSet
+      object { kind name } numbers { name quantity amount } }
+    quota { visibility clusterQueue verdict detail
+      lines { flavor resource verdict limitedBy cohort countsThisWorkload
+        requested { quantity amount } nominalQuota { amount } borrowingLimit { amount }
+        reserved { amount } borrowed { amount } maximumCapacity { amount }
+        availableNow { amount } cohortCanLend { amount } } }
+    pods { pod { name } phase scheduledReason scheduledMessage nodeSelector failedScheduling
+      reasons { code resource message numbers { name amount } } }
+    queuePosition { visibility positionInClusterQueue positionInLocalQueue }
+    nextSteps commands
+  }
+}
+"""
+
+
+async def why(server: Server, cluster: Cluster, user: str, name: str, kind: str = "Job") -> Any:
+    body = await server.query(
+        DIAGNOSE, {"ns": "team-a", "kind": kind, "name": name}, token=cluster.token(user)
+    )
+    assert "errors" not in body, body.get("errors")
+    return body["data"]["diagnose"]
+
+
+def reason(d: Any, code: str) -> Any:
+    [found] = [r for r in d["reasons"] if r["code"] == code]
+    return found
+
+
+def numbers(r: Any) -> dict[str, Decimal]:
+    return {n["name"]: Decimal(n["amount"]) for n in r["numbers"]}
+
+
+def quota_line(d: Any, flavor: str, resource: str) -> Any:
+    [found] = [x for x in d["quota"]["lines"] if (x["flavor"], x["resource"]) == (flavor, resource)]
+    return found
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_quota_exceeded(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "too-big-3x1cpu")
+    assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
+    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-small-2cpu", "namespace": None}
+    assert d["blockingObject"] == {"__typename": "ClusterQueue", "name": "cq-small-2cpu"}
+    r = reason(d, "ExceedsMaxQuota")
+    assert (r["kueueReason"], r["resource"], r["flavor"]) == ("Pending", "cpu", "standard")
+    # 3 Pods x 1 CPU requested against 2 CPU: from Kueue's own message, visible to the tenant
+    assert numbers(r)["requested"] == 3
+    assert numbers(r)["maximumCapacity"] == 2
+    assert d["queuePosition"]["visibility"] == "AVAILABLE"
+    if user == "alice":
+        assert d["quota"]["visibility"] == "FORBIDDEN"
+        assert d["quota"]["lines"] == []
+        assert "nominalQuota" not in numbers(r)
+    else:
+        cpu = quota_line(d, "standard", "cpu")
+        assert (Decimal(cpu["requested"]["amount"]), Decimal(cpu["nominalQuota"]["amount"])) == (
+            3,
+            2,
+        )
+        assert (cpu["verdict"], cpu["limitedBy"]) == ("NEVER_FITS", "NOMINAL_QUOTA")
+        assert d["quota"]["verdict"] == "NEVER_FITS"
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_stopped_local_queue(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "waits-on-stopped-queue")
+    assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
+    assert d["blockingRef"] == {"kind": "LocalQueue", "name": "lq-stopped", "namespace": "team-a"}
+    assert d["blockingObject"] == {"__typename": "LocalQueue", "name": "lq-stopped"}
+    assert reason(d, "LocalQueueInactive")["kueueReason"] == "Inadmissible"
+    assert "Hold" in reason(d, "LocalQueueStopped")["message"]
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_missing_cluster_queue(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "waits-on-missing-clusterqueue")
+    assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
+    assert d["blockingRef"]["kind"] == "LocalQueue"
+    assert d["blockingRef"]["name"] == "lq-orphan"
+    assert d["clusterQueue"] == {"name": "cq-does-not-exist"}
+    first = d["reasons"][0]
+    assert (first["code"], first["kueueReason"]) == ("ClusterQueueNotFound", "Inadmissible")
+    # the tenant gets 403 for any ClusterQueue, existing or not: she is not told which
+    assert d["quota"]["visibility"] == ("FORBIDDEN" if user == "alice" else "ABSENT")
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_flavor_taint(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "no-spot-toleration")
+    assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
+    assert d["blockingRef"] == {"kind": "ResourceFlavor", "name": "spot-tainted", "namespace": None}
+    r = reason(d, "UntoleratedFlavorTaint")
+    assert r["flavor"] == "spot-tainted"
+    assert "kueue-graphql.example/spot=true:NoSchedule" in d["summary"]
+    if user == "viewer":
+        assert d["quota"]["verdict"] == "FITS_NOW"
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_over_borrowing_limit(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "over-borrowing-limit")
+    assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
+    assert d["blockingRef"]["name"] == "cq-research-borrower"
+    assert numbers(reason(d, "WaitingForQuota"))["moreNeeded"] == 1
+    if user == "viewer":
+        cpu = quota_line(d, "standard", "cpu")
+        assert (cpu["verdict"], cpu["limitedBy"], cpu["cohort"]) == (
+            "MUST_WAIT",
+            "BORROWING_LIMIT",
+            "research",
+        )
+        got = {
+            k: Decimal(cpu[k]["amount"])
+            for k in ("nominalQuota", "borrowingLimit", "reserved", "borrowed", "availableNow")
+        }
+        assert got == {
+            "nominalQuota": 1,
+            "borrowingLimit": 1,
+            "reserved": 2,
+            "borrowed": 1,
+            "availableNow": 0,
+        }
+    else:
+        assert d["quota"]["visibility"] == "FORBIDDEN"
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_admitted_but_unschedulable(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "admitted-but-unschedulable")
+    assert (d["stage"], d["layer"]) == ("ADMITTED_PODS_PENDING", "SCHEDULER")
+    assert d["blockingRef"]["kind"] == "Pod"
+    assert d["blockingObject"]["__typename"] == "Pod"
+    [pod] = d["pods"]
+    assert pod["scheduledReason"] == "Unschedulable"
+    assert pod["nodeSelector"] == ["kueue-graphql.example/pool=standard"]
+    assert pod["failedScheduling"]
+    assert "InsufficientResource" in [r["code"] for r in pod["reasons"]]
+    if user == "viewer":
+        [fault] = [r for r in pod["reasons"] if r["code"] == "NoNodeFits"]
+        assert {n["name"]: Decimal(n["amount"]) for n in fault["numbers"]} == {
+            "requested": 16,
+            "allocatable": 8,
+        }
+    else:
+        assert "NoNodeFits" not in [r["code"] for r in pod["reasons"]]  # Nodes: forbidden
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_healthy_running(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "healthy-running")
+    assert (d["stage"], d["layer"], d["blockingRef"]) == ("RUNNING", "RUNTIME", None)
+    assert d["pods"] == []
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_finished(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "finished-ok")
+    assert (d["stage"], d["layer"], d["blockingRef"]) == ("FINISHED_SUCCEEDED", "RUNTIME", None)
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_gpu_training(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "gpu-training")
+    assert (d["stage"], d["layer"]) == ("RUNNING", "RUNTIME")
+    if user == "viewer":
+        gpu = quota_line(d, "gpu-a100", "example.com/gpu")
+        assert Decimal(gpu["requested"]["amount"]) == 2
+        assert Decimal(gpu["nominalQuota"]["amount"]) == 4
+        assert gpu["countsThisWorkload"] is True
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_waits_for_admission_check(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "waits-for-approval")
+    assert (d["stage"], d["layer"]) == ("WAITING_FOR_ADMISSION_CHECKS", "KUEUE")
+    assert d["blockingRef"]["kind"] == "AdmissionCheck"
+    assert d["blockingRef"]["name"] == "manual-approval"
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_from_the_workload_and_as_a_field(
+    server: Server, cluster: Cluster, user: str
+) -> None:
+    by_job = await why(server, cluster, user, "too-big-3x1cpu")
+    workload = by_job["workload"]["name"]
+    by_workload = await why(server, cluster, user, workload, kind="Workload")
+    assert by_workload["owner"] == {"kind": "Job", "name": "too-big-3x1cpu"}
+    assert (by_workload["stage"], by_workload["blockingRef"]) == (
+        by_job["stage"],
+        by_job["blockingRef"],
+    )
+    body = await server.query(
+        """query($ns: String!, $job: String!) {
+          workloadFor(namespace: $ns, kind: "Job", name: $job) {
+            diagnosis { stage layer blockingRef { kind name } }
+          }
+        }""",
+        {"ns": "team-a", "job": "too-big-3x1cpu"},
+        token=cluster.token(user),
+    )
+    assert "errors" not in body, body.get("errors")
+    assert body["data"]["workloadFor"]["diagnosis"] == {
+        "stage": "WAITING_FOR_QUOTA_RESERVATION",
+        "layer": "KUEUE",
+        "blockingRef": {"kind": "ClusterQueue", "name": "cq-small-2cpu"},
+    }
+
+
+async def test_other_tenant_sees_nothing(server: Server, cluster: Cluster) -> None:
+    body = await server.query(
+        DIAGNOSE,
+        {"ns": "team-a", "kind": "Job", "name": "too-big-3x1cpu"},
+        token=cluster.token("bob"),
+    )
+    assert body["data"]["diagnose"] is None
+    assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
