@@ -68,6 +68,13 @@ class GraphQLView(GraphQL[RequestContext, None]):
         )
         self.settings = settings
 
+    @property
+    def graphql_ide_html(self) -> str:
+        # GraphiQL would keep the Authorization header (a bearer token) in the browser's
+        # localStorage; keep it only for the page's lifetime.
+        html: str = super().graphql_ide_html
+        return html.replace("shouldPersistHeaders: true", "shouldPersistHeaders: false")
+
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         services: Services = request.app.state.services
         token = bearer_token(request.headers.get("authorization"))

@@ -87,6 +87,8 @@ async def test_graphiql_page_is_served_to_browsers(stub: Stub) -> None:
         response = await client.get("/graphql", headers={"Accept": "text/html"})
     assert response.status_code == 200
     assert "graphiql" in response.text.lower()
+    assert "isHeadersEditorEnabled: true" in response.text  # for the Authorization header
+    assert "shouldPersistHeaders: false" in response.text  # tokens stay out of localStorage
 
 
 async def test_healthz(stub: Stub) -> None:
