@@ -7,7 +7,6 @@ count. Process-wide observers see every call too, so tests can instrument the tr
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -139,8 +138,6 @@ class KubeClient:
             raise UnavailableError(
                 "the Kubernetes API server is unreachable or too slow"
             ) from error
-        except asyncio.CancelledError:
-            raise
         if 200 <= status < 300:
             decoded = json.loads(payload)
             if not isinstance(decoded, dict):
