@@ -13,6 +13,7 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from kueue_graphql.context import RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
@@ -69,6 +70,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default=_env("log_level", "info"))
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
+
+    why = commands.add_parser(
+        "why",
+        help="why is my job waiting? (read as the kubeconfig's identity)",
+        description="Diagnose <namespace>/<name> (a Job unless --kind says otherwise) with "
+        "the identity of your kubeconfig, as the `diagnose` GraphQL field does.",
+    )
+    why.add_argument("target", help="<namespace>/<name>")
+    why.add_argument("--kind", default="Job", help='owner kind, or "Workload" (default: Job)')
+    why.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
+    why.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    why.add_argument("--context", default=None)
     return parser
 
 
@@ -109,11 +122,68 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
     )
 
 
+async def _why(args: argparse.Namespace) -> int:
+    """Run the `diagnose` query in-process, reading as the kubeconfig's identity (no server)."""
+    import json
+
+    from kueue_graphql.context import RequestContext
+    from kueue_graphql.graph.diagnosis import WHY_QUERY, render_text
+    from kueue_graphql.graph.schema import build_schema
+    from kueue_graphql.http.app import build_services
+    from kueue_graphql.kube.client import ApiCallMeter, KubeClient
+    from kueue_graphql.kube.transport import build_api_client, close_api_client
+
+    # The local-auth warning is meant for a server operator, not for this one-shot reader.
+    logging.getLogger("kueue_graphql").setLevel(logging.ERROR)
+    namespace, _, name = args.target.partition("/")
+    if not namespace or not name:
+        print("usage: kueue-graphql why <namespace>/<name>", file=sys.stderr)
+        return 2
+    settings = ServerSettings(
+        kubeconfig=args.kubeconfig, kube_context=args.context, auth_mode=AuthMode.LOCAL
+    )
+    client = KubeClient(await build_api_client(args.kubeconfig, args.context, False))
+    try:
+        services = build_services(client, settings)
+
+        async def authenticate(meter: ApiCallMeter) -> Any:
+            return await services.authenticator.authenticate(None, meter)
+
+        context = RequestContext.create(
+            client=client,
+            authorizer=services.authorizer,
+            authenticate=authenticate,
+            impersonate=services.authenticator.impersonates,
+            limits=settings.request_limits,
+        )
+        result = await build_schema(settings.query_limits).execute(
+            WHY_QUERY,
+            variable_values={"namespace": namespace, "kind": args.kind, "name": name},
+            context_value=context,
+        )
+    finally:
+        await close_api_client(client.api_client)
+    if args.json:
+        body: dict[str, Any] = {"data": result.data}
+        if result.errors:
+            body["errors"] = [e.formatted for e in result.errors]
+        print(json.dumps(body, indent=2))
+    elif result.data and result.data.get("diagnose"):
+        sys.stdout.write(render_text(result.data["diagnose"]))
+    for error in result.errors or []:
+        print(f"error: {error.message}", file=sys.stderr)
+    return 1 if result.errors else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "schema":
         sys.stdout.write(schema_sdl())
         return 0
+    if args.command == "why":
+        import asyncio
+
+        return asyncio.run(_why(args))
 
     import uvicorn
 

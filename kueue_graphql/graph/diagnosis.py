@@ -47,7 +47,14 @@ from kueue_graphql.kube.resources import (
     Resource,
 )
 
-__all__ = ["Diagnosis", "DiagnosisQuery", "diagnose_workload", "load_input"]
+__all__ = [
+    "WHY_QUERY",
+    "Diagnosis",
+    "DiagnosisQuery",
+    "diagnose_workload",
+    "load_input",
+    "render_text",
+]
 
 T = TypeVar("T")
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -557,3 +564,133 @@ class DiagnosisQuery:
             raise NotFoundError(kind, name, namespace)
         inp = await load_input(reads_, namespace, owner, workload)
         return Diagnosis(result=dx.diagnose(inp))
+
+
+# -- the query behind `kueue-graphql why`, and its human-readable rendering ------------------
+
+WHY_QUERY = """
+query Why($namespace: String!, $kind: String!, $name: String!) {
+  diagnose(namespace: $namespace, kind: $kind, name: $name) {
+    stage
+    layer
+    summary
+    owner { kind name }
+    workload { name }
+    localQueue { name }
+    clusterQueue { name }
+    blockingRef { kind name namespace }
+    reasons {
+      code kueueReason message source resource flavor podSet
+      object { kind name namespace }
+      numbers { name quantity amount }
+    }
+    quota {
+      visibility clusterQueue verdict detail
+      lines {
+        flavor resource verdict limitedBy cohort countsThisWorkload
+        requested { quantity amount } nominalQuota { quantity amount }
+        borrowingLimit { quantity amount } lendingLimit { quantity amount }
+        reserved { quantity amount } used { quantity amount } borrowed { quantity amount }
+        maximumCapacity { quantity amount } availableNow { quantity amount }
+        cohortCanLend { quantity amount }
+      }
+    }
+    pods {
+      pod { name }
+      phase scheduledStatus scheduledReason scheduledMessage nodeName nodeSelector
+      tolerations failedScheduling
+      reasons { code message resource object { kind name } }
+    }
+    queuePosition { visibility positionInClusterQueue positionInLocalQueue priority detail }
+    nextSteps
+    commands
+  }
+}
+"""
+
+
+def _q(amount: Any) -> str:
+    return str(amount["quantity"]) if isinstance(amount, dict) else "-"
+
+
+def render_text(d: dict[str, Any]) -> str:
+    """The `diagnose` result (WHY_QUERY's shape) as text for a terminal."""
+    out: list[str] = []
+    owner = d.get("owner") or {}
+    target = f"{owner.get('kind', 'Workload')}/{owner.get('name', '?')}"
+    out.append(f"{target}: {d['stage']} (look at: {d['layer']})")
+    out.append(f"  {d['summary']}")
+    workload = (d.get("workload") or {}).get("name")
+    queues = [
+        f"Workload {workload}" if workload else "no Workload",
+        f"LocalQueue {(d.get('localQueue') or {}).get('name', '-')}",
+        f"ClusterQueue {(d.get('clusterQueue') or {}).get('name', '-')}",
+    ]
+    out.append("  " + ", ".join(queues))
+    blocking = d.get("blockingRef")
+    if blocking:
+        where = f" -n {blocking['namespace']}" if blocking.get("namespace") else ""
+        out.append(f"  held by: {blocking['kind']} {blocking['name']}{where}")
+    if d.get("reasons"):
+        out.append("")
+        out.append("Reasons:")
+        for r in d["reasons"]:
+            written = f" [{r['kueueReason']}]" if r.get("kueueReason") else ""
+            out.append(f"  - {r['code']}{written} ({r['source'].lower()}): {r['message']}")
+            nums = ", ".join(f"{n['name']}={n['quantity']}" for n in r.get("numbers") or [])
+            if nums:
+                out.append(f"      {nums}")
+    quota = d["quota"]
+    if quota["visibility"] != "NOT_APPLICABLE":
+        out.append("")
+        header = f"Quota in ClusterQueue {quota.get('clusterQueue') or '-'}"
+        if quota["visibility"] != "AVAILABLE":
+            out.append(f"{header}: {quota['visibility']} ({quota['detail']})")
+        else:
+            out.append(f"{header}: {quota.get('verdict')}")
+            out.append(
+                "  flavor/resource            requested  nominal  borrowLimit  reserved  "
+                "max-ever  free-now  verdict"
+            )
+            for line in quota["lines"]:
+                fr = f"{line['flavor']}/{line['resource']}"
+                limited = f" ({line['limitedBy']})" if line.get("limitedBy") else ""
+                out.append(
+                    f"  {fr:<26} {_q(line['requested']):>9}  {_q(line['nominalQuota']):>7}  "
+                    f"{_q(line['borrowingLimit']):>11}  {_q(line['reserved']):>8}  "
+                    f"{_q(line['maximumCapacity']):>8}  {_q(line['availableNow']):>8}  "
+                    f"{line['verdict']}{limited}"
+                )
+            if quota.get("detail"):
+                out.append(f"  ({quota['detail']})")
+    for pod in d.get("pods") or []:
+        out.append("")
+        out.append(
+            f"Pod {pod['pod']['name']}: {pod['phase']}, PodScheduled={pod['scheduledStatus']} "
+            f"{pod.get('scheduledReason') or ''}".rstrip()
+        )
+        if pod.get("nodeSelector"):
+            out.append(f"  nodeSelector: {', '.join(pod['nodeSelector'])}")
+        if pod.get("scheduledMessage"):
+            out.append(f"  scheduler: {pod['scheduledMessage']}")
+        for r in pod.get("reasons") or []:
+            out.append(f"  - {r['code']}: {r['message']}")
+    position = d["queuePosition"]
+    if position["visibility"] == "AVAILABLE":
+        out.append("")
+        out.append(
+            f"Queue position: {position['positionInLocalQueue']} in LocalQueue, "
+            f"{position['positionInClusterQueue']} in ClusterQueue (0 = next)"
+        )
+    elif position["visibility"] != "NOT_APPLICABLE":
+        out.append("")
+        out.append(f"Queue position: {position['visibility']} ({position['detail']})")
+    if d.get("nextSteps"):
+        out.append("")
+        out.append("Next steps:")
+        out.extend(f"  - {step}" for step in d["nextSteps"])
+    if d.get("commands"):
+        out.append("")
+        out.append("Same evidence with kubectl:")
+        out.extend(f"  $ {cmd}" for cmd in d["commands"])
+    return "\n".join(out) + "\n"

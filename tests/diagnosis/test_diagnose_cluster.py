@@ -3,6 +3,7 @@ team-a) and as viewer (cluster-wide read). Expected values come from the scenari
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -244,3 +245,42 @@ async def test_other_tenant_sees_nothing(server: Server, cluster: Cluster) -> No
     )
     assert body["data"]["diagnose"] is None
     assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_cli_why(cluster: Cluster, user: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kueue-graphql why` with the user's own kubeconfig: JSON and text say the same."""
+    from kueue_graphql.cli import main
+
+    kubeconfig = str(cluster.kubeconfig(user))
+    assert (
+        main(["why", "team-a/admitted-but-unschedulable", "--kubeconfig", kubeconfig, "--json"])
+        == 0
+    )
+    body = json.loads(capsys.readouterr().out)
+    d = body["data"]["diagnose"]
+    assert (d["stage"], d["layer"], d["blockingRef"]["kind"]) == (
+        "ADMITTED_PODS_PENDING",
+        "SCHEDULER",
+        "Pod",
+    )
+    assert main(["why", "team-a/too-big-3x1cpu", "--kubeconfig", kubeconfig]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Job/too-big-3x1cpu: WAITING_FOR_QUOTA_RESERVATION (look at: KUEUE)")
+    assert "held by: ClusterQueue cq-small-2cpu" in text
+    assert "requested=3, maximumCapacity=2" in text
+    if user == "alice":
+        assert "FORBIDDEN (you may not read ClusterQueue cq-small-2cpu)" in text
+    else:
+        assert "standard/cpu" in text
+        assert "NEVER_FITS (NOMINAL_QUOTA)" in text
+
+
+def test_cli_why_refuses_other_tenant(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    from kueue_graphql.cli import main
+
+    kubeconfig = str(cluster.kubeconfig("bob"))
+    assert main(["why", "team-a/too-big-3x1cpu", "--kubeconfig", kubeconfig]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "error:" in captured.err
