@@ -61,34 +61,6 @@ class Server:
         return body
 
 
-def server_kubeconfig(cluster: Cluster, tmp_dir: Path) -> Path:
-    """The service's kubeconfig (ServiceAccount kueue-graphql/kueue-graphql).
-
-    A control plane started by an older driver may not have written it; then one is made from
-    a fresh token of the same ServiceAccount.
-    """
-    if cluster.server_kubeconfig.is_file():
-        return cluster.server_kubeconfig
-    token = cluster.service_account_token("kueue-graphql", "kueue-graphql")
-    path = tmp_dir / "kueue-graphql-server.kubeconfig"
-    path.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster: {{server: "{cluster.api_url}", certificate-authority: "{cluster.ca_file}"}}
-users:
-- name: kueue-graphql
-  user: {{token: "{token}"}}
-contexts:
-- name: test
-  context: {{cluster: test, user: kueue-graphql}}
-current-context: test
-"""
-    )
-    return path
-
-
 @asynccontextmanager
 async def running_server(
     kubeconfig: Path, auth_mode: AuthMode = AuthMode.TOKEN_REVIEW
@@ -114,8 +86,11 @@ async def running_server(
 
 
 @pytest.fixture(scope="session")
-def service_kubeconfig(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return server_kubeconfig(cluster, tmp_path_factory.mktemp("service"))
+def service_kubeconfig(cluster: Cluster) -> Path:
+    """The service's own kubeconfig: ServiceAccount kueue-graphql/kueue-graphql, which may only
+    review tokens and access and impersonate callers."""
+    assert cluster.server_kubeconfig.is_file(), "the cluster driver writes this kubeconfig"
+    return cluster.server_kubeconfig
 
 
 @pytest.fixture(scope="session")
