@@ -14,7 +14,7 @@ from tests.service.conftest import Server
 
 pytestmark = pytest.mark.cluster
 
-USERS = ["admin", "alice", "bob", "viewer", "nobody"]
+USERS = ["admin", "alice", "bob", "viewer", "nobody", "grace"]
 
 
 @dataclass(frozen=True)
