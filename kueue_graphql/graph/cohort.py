@@ -113,10 +113,10 @@ class CohortQuery:
     async def cohorts(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[Cohort] | None:
-        names = await all_cohort_names(info)
-        fake = [{"metadata": {"name": n}} for n in names]
+        # Implicit cohorts have no object; paginate over name-only stand-ins.
+        named = [{"metadata": {"name": n}} for n in await all_cohort_names(info)]
         return paginate(
-            fake,
+            named,
             first,
             after,
             info.context.limits.max_page_size,

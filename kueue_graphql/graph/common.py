@@ -65,7 +65,9 @@ def conditions(obj: Mapping[str, Any]) -> list[Condition]:
 class ResourceQuantity:
     resource: str
     quantity: str = strawberry.field(description='Kubernetes notation, e.g. "500m", "768Mi".')
-    amount: Decimal = strawberry.field(description='Exact number, e.g. "0.5", "805306368".')
+    amount: Decimal | None = strawberry.field(
+        description='Exact number, e.g. "0.5", "805306368"; null if `quantity` is malformed.'
+    )
 
     @classmethod
     def of(cls, resource: str, quantity: Quantity) -> ResourceQuantity:
@@ -76,8 +78,8 @@ class ResourceQuantity:
         try:
             quantity = parse_quantity(text)  # type: ignore[arg-type]
         except ValueError:
-            # Keep what the object says even if it cannot be parsed; amount has no sensible value.
-            return cls(resource=resource, quantity=str(text), amount=Decimal(0))
+            # Keep what the object says even if it cannot be parsed; it has no exact amount.
+            return cls(resource=resource, quantity=str(text), amount=None)
         return cls(resource=resource, quantity=str(text), amount=exact(quantity))
 
 
