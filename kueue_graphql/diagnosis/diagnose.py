@@ -63,17 +63,14 @@ __all__ = ["diagnose"]
 _PENDING_EVENT_REASONS = {"Pending", "Inadmissible", *GRANULAR_PENDING_REASONS}
 
 
-def _known(value: object) -> KubeObject | None:
-    if isinstance(value, Forbidden | Absent) or value is None:
-        return None
-    assert isinstance(value, dict) or hasattr(value, "get")
-    return value  # type: ignore[return-value]
+def _known(value: KubeObject | Forbidden | Absent) -> KubeObject | None:
+    return None if isinstance(value, Forbidden | Absent) else value
 
 
-def _known_list(value: object) -> Sequence[KubeObject] | None:
-    if isinstance(value, Forbidden | Absent) or value is None:
-        return None
-    return value  # type: ignore[return-value]
+def _known_list(
+    value: Sequence[KubeObject] | Forbidden | Absent,
+) -> Sequence[KubeObject] | None:
+    return None if isinstance(value, Forbidden | Absent) else value
 
 
 def _queue_name(owner: KubeObject | None, workload: KubeObject | None) -> str | None:
@@ -91,10 +88,14 @@ def _queue_name(owner: KubeObject | None, workload: KubeObject | None) -> str | 
 
 
 def _dedupe(reasons: Sequence[Reason]) -> tuple[Reason, ...]:
-    seen: set[tuple[str, str | None, str | None, str | None, ObjectRef | None]] = set()
+    """Drop repeats of the same cause from the same kind of source (a condition and the event
+    that repeats it; two fields of one object). The same cause seen on the Workload and on the
+    queue object stays twice: that is two pieces of evidence."""
+    seen: set[tuple[str, str | None, str | None, str | None, ObjectRef | None, bool]] = set()
     out = []
     for r in reasons:
-        key = (r.code, r.resource, r.flavor, r.pod_set, r.object)
+        from_object = r.source is ReasonSource.OBJECT
+        key = (r.code, r.resource, r.flavor, r.pod_set, r.object, from_object)
         if key in seen:
             continue
         seen.add(key)

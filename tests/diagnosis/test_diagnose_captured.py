@@ -101,6 +101,9 @@ def test_missing_cluster_queue(user: str) -> None:
     assert (first.code, first.kueue_reason) == ("ClusterQueueNotFound", "Inadmissible")
     assert first.object is not None
     assert first.object.name == "cq-does-not-exist"
+    # the LocalQueue's own status says the same: kept as separate evidence
+    [from_lq] = [r for r in d.reasons[1:] if r.code == "ClusterQueueNotFound"]
+    assert from_lq.kueue_reason == "ClusterQueueDoesNotExist"
     # a tenant cannot tell "missing" from "not mine": the API server answers 403 either way
     expected = Visibility.FORBIDDEN if user == TENANT else Visibility.ABSENT
     assert d.quota.visibility is expected

@@ -209,6 +209,29 @@ async def test_waits_for_admission_check(server: Server, cluster: Cluster, user:
 
 
 @pytest.mark.parametrize("user", USERS)
+async def test_deactivated(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "deactivated-by-admin")
+    assert (d["stage"], d["layer"]) == ("DEACTIVATED", "KUEUE")
+    assert d["blockingObject"] == {"__typename": "Workload", "name": d["workload"]["name"]}
+    assert (d["reasons"][0]["code"], d["reasons"][0]["kueueReason"]) == (
+        "Deactivated",
+        "Deactivated",
+    )
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_borrowing_runs(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "borrows-one-cpu")
+    assert (d["stage"], d["layer"], d["blockingRef"]) == ("RUNNING", "RUNTIME", None)
+    if user == "viewer":
+        cpu = quota_line(d, "standard", "cpu")
+        # 2 Pods x 1 CPU against nominal 1: one CPU borrowed from cohort research
+        assert (Decimal(cpu["requested"]["amount"]), Decimal(cpu["borrowed"]["amount"])) == (2, 1)
+    else:
+        assert d["quota"]["visibility"] == "FORBIDDEN"
+
+
+@pytest.mark.parametrize("user", USERS)
 async def test_from_the_workload_and_as_a_field(
     server: Server, cluster: Cluster, user: str
 ) -> None:
