@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -121,3 +122,16 @@ async def test_local_mode_reads_as_the_kubeconfig_identity(cluster: Cluster) -> 
         assert body["data"]["workloads"]["nodes"]
         theirs = await local.query(TEAM_B_WORKLOADS, token=None)
         assert theirs["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+async def test_tokens_never_reach_the_log(
+    server: Server, cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    alice = cluster.token("alice")
+    bogus = "bogus-token-that-must-not-be-logged-42"
+    await server.query(TEAM_A_WORKLOADS, token=alice)
+    await server.query(TEAM_A_WORKLOADS, token=bogus)
+    assert caplog.records, "the server logged nothing at DEBUG: the check would prove nothing"
+    assert alice not in caplog.text
+    assert bogus not in caplog.text
