@@ -34,17 +34,14 @@ from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.reads import RequestReads
 from kueue_graphql.kube.resources import (
-    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
     POD,
-    RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
-    Resource,
 )
 
 __all__ = [
@@ -458,14 +455,21 @@ async def _queue_position(
 async def load_input(
     reads_: RequestReads,
     namespace: str,
-    owner: JsonObject | dx.Forbidden | dx.Absent,
-    workload: JsonObject | dx.Forbidden | dx.Absent,
+    owner: ObservedObject,
+    workload: ObservedObject,
 ) -> dx.DiagnosisInput:
-    """Everything the diagnosis looks at, read as the caller, in as few rounds as possible."""
+    """Everything the diagnosis looks at, read as the caller.
+
+    Three rounds, each started at once so the request's DataLoaders batch them: the queue,
+    Pods, queue position and Events; then the ClusterQueue and, for Pods kube-scheduler has not
+    placed, their Events and the Nodes; then, only for a ClusterQueue in a cohort, the other
+    ClusterQueues and Cohorts. What the diagnosis cannot use is not read.
+    """
     owner_obj, workload_obj = _known(owner), _known(workload)
     queue = spec(workload_obj or {}).get("queueName") or (
         (metadata(owner_obj or {}).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
     )
+
     local_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no queue name"))
     if queue:
         local_queue = asyncio.ensure_future(_observe(reads_.get(LOCAL_QUEUE, namespace, queue)))
@@ -475,50 +479,54 @@ async def load_input(
     position_read: asyncio.Future[ObservedObject] = _ready(dx.Absent("no Workload"))
     if workload_obj is not None:
         position_read = asyncio.ensure_future(_queue_position(reads_, namespace, workload_obj))
-    await asyncio.gather(local_queue, pods_read, position_read)
-    pods, position = pods_read.result(), position_read.result()
+    # The Workload's Events carry Kueue's reasons; the owner's matter only while there is no
+    # Workload (e.g. Kueue failing to create one).
+    about = [workload_obj] if workload_obj is not None else [o for o in (owner_obj,) if o]
+    events_read = asyncio.ensure_future(_events(reads_, about))
+    await asyncio.gather(local_queue, pods_read, position_read, events_read)
+    pods = pods_read.result()
 
     admitted_in = (status(workload_obj or {}).get("admission") or {}).get("clusterQueue")
     lq = _known(local_queue.result())
     cq_name = admitted_in or (spec(lq).get("clusterQueue") if lq else None)
-    pod_list = [p for p in (pods if isinstance(pods, list) else [])]
-    unplaced = any(not spec(p).get("nodeName") for p in pod_list)
+    unplaced = [p for p in (pods if isinstance(pods, list) else []) if not spec(p).get("nodeName")]
 
-    def get(name: str | None) -> asyncio.Future[ObservedObject]:
-        if not name:
-            return _ready(dx.Absent("no ClusterQueue name"))
-        return asyncio.ensure_future(_observe(reads_.get(CLUSTER_QUEUE, None, name)))
+    cluster_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no ClusterQueue name"))
+    if cq_name:
+        cluster_queue = asyncio.ensure_future(
+            _observe(reads_.get(CLUSTER_QUEUE, None, str(cq_name)))
+        )
+    nodes: asyncio.Future[ObservedList] = _ready(dx.Absent("no unplaced Pod"))
+    pod_events: asyncio.Future[ObservedList] = _ready([])
+    if unplaced:
+        nodes = asyncio.ensure_future(_observe(reads_.list_objects(NODE)))
+        pod_events = asyncio.ensure_future(_events(reads_, unplaced))
+    await asyncio.gather(cluster_queue, nodes, pod_events)
 
-    def list_if(wanted: bool, resource: Resource) -> asyncio.Future[ObservedList]:
-        if not wanted:
-            return _ready(dx.Absent("not needed"))
-        return asyncio.ensure_future(_observe(reads_.list_objects(resource)))
+    cluster_queues: ObservedList = dx.Absent("not in a cohort")
+    cohorts: ObservedList = dx.Absent("not in a cohort")
+    cq = _known(cluster_queue.result())
+    if cq is not None and spec(cq).get("cohortName"):
+        cluster_queues, cohorts = await asyncio.gather(
+            _observe(reads_.list_objects(CLUSTER_QUEUE)), _observe(reads_.list_objects(COHORT))
+        )
 
-    # Started together: the request's DataLoaders batch them into one round.
-    cluster_queue = get(cq_name)
-    cluster_queues = list_if(bool(cq_name), CLUSTER_QUEUE)
-    cohorts = list_if(bool(cq_name), COHORT)
-    flavors = list_if(bool(cq_name), RESOURCE_FLAVOR)
-    checks = list_if(bool(status(workload_obj or {}).get("admissionChecks")), ADMISSION_CHECK)
-    # Nodes only matter for Pods kube-scheduler has not placed.
-    nodes = list_if(unplaced, NODE)
-    events = asyncio.ensure_future(
-        _events(reads_, [o for o in (owner_obj, workload_obj) if o is not None] + pod_list)
-    )
-    await asyncio.gather(cluster_queue, cluster_queues, cohorts, flavors, checks, nodes, events)
+    events, more_events = events_read.result(), pod_events.result()
+    if isinstance(events, list) and isinstance(more_events, list):
+        events = events + more_events
     return dx.DiagnosisInput(
         owner=owner,
         workload=workload,
-        events=events.result(),
+        events=events,
         pods=pods,
         local_queue=local_queue.result(),
         cluster_queue=cluster_queue.result(),
-        cluster_queues=cluster_queues.result(),
-        cohorts=cohorts.result(),
-        resource_flavors=flavors.result(),
-        admission_checks=checks.result(),
+        cluster_queues=cluster_queues,
+        cohorts=cohorts,
+        resource_flavors=dx.Absent("not used"),
+        admission_checks=dx.Absent("not used"),
         nodes=nodes.result(),
-        queue_position=position,
+        queue_position=position_read.result(),
     )
 
 

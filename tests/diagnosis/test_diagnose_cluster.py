@@ -307,3 +307,15 @@ def test_cli_why_refuses_other_tenant(cluster: Cluster, capsys: pytest.CaptureFi
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "error:" in captured.err
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_api_call_budget(server: Server, cluster: Cluster, user: str) -> None:
+    """One diagnosis reads what it needs once: token review, access checks and reads together
+    stay far below the per-request budget (200), whatever the stage."""
+    for job in ("too-big-3x1cpu", "over-borrowing-limit", "admitted-but-unschedulable"):
+        body = await server.query(
+            DIAGNOSE, {"ns": "team-a", "kind": "Job", "name": job}, token=cluster.token(user)
+        )
+        assert "errors" not in body, body.get("errors")
+        assert body["extensions"]["apiCalls"] <= 20, (job, body["extensions"])
