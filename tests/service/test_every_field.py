@@ -1,0 +1,110 @@
+"""Every scenario object through (nearly) every field: no unexpected error anywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cluster.driver import Cluster
+from tests.service.conftest import Server
+
+pytestmark = pytest.mark.cluster
+
+OBJECT = (
+    "name namespace uid labels annotations creationTimestamp raw "
+    "events { reason message type count involvedObject { kind name } }"
+)
+
+EVERYTHING = f"""
+{{
+  workloads(first: 100) {{
+    totalCount
+    nodes {{
+      {OBJECT}
+      queueName active priority status maximumExecutionTimeSeconds
+      priorityClassRef {{ group kind name }}
+      podSets {{ name count minCount requests {{ resource quantity amount }}
+                 totalRequests {{ resource quantity amount }} }}
+      totalRequests {{ resource quantity amount }}
+      conditions {{ type status reason message lastTransitionTime observedGeneration }}
+      admission {{ clusterQueue podSetAssignments {{ name count flavors {{ resource flavor }}
+                   resourceUsage {{ resource quantity amount }} }} }}
+      admissionChecks {{ name state message lastTransitionTime retryCount }}
+      requeueState {{ count requeueAt }}
+      resourceRequests {{ name resources {{ resource quantity }} }}
+      accumulatedPastExecutionTimeSeconds
+      ownerReferences {{ apiVersion kind name uid controller }}
+      queuePosition {{ positionInClusterQueue positionInLocalQueue priority }}
+      priorityClass {{ name value description }}
+      localQueue {{ name stopPolicy fairSharing pendingWorkloads reservingWorkloads
+                    admittedWorkloads clusterQueueName conditions {{ type status reason }}
+                    flavorsReservation {{ name resources {{ name total totalAmount }} }}
+                    flavorsUsage {{ name resources {{ name total borrowed borrowedAmount }} }} }}
+      clusterQueue {{ name }}
+      job {{ name queueName suspend parallelism completions active succeeded failed startTime
+             completionTime conditions {{ type status reason }}
+             pods {{ name phase reason message nodeName nodeSelector
+                     requests {{ resource quantity }}
+                     tolerations {{ key operator value effect tolerationSeconds }}
+                     conditions {{ type status reason message }}
+                     containerStatuses {{ name ready restartCount image
+                       state {{ state reason message exitCode startedAt finishedAt }}
+                       lastState {{ state }} }}
+                     node {{ name taints {{ key value effect }} unschedulable
+                             capacity {{ resource quantity }} conditions {{ type status }} }} }} }}
+    }}
+  }}
+  clusterQueues(first: 100) {{
+    nodes {{
+      {OBJECT}
+      cohortName queueingStrategy namespaceSelector preemption flavorFungibility
+      admissionChecksStrategy stopPolicy fairSharing pendingWorkloads reservingWorkloads
+      admittedWorkloads conditions {{ type status reason message }}
+      cohort {{ name explicit parentName resourceGroups {{ coveredResources }} fairSharing }}
+      resourceGroups {{ coveredResources flavors {{ name flavor {{ name topologyName }}
+        resources {{ name nominalQuota nominalQuotaAmount borrowingLimit borrowingLimitAmount
+                     lendingLimit lendingLimitAmount }} }} }}
+      flavors {{ name nodeLabels nodeTaints {{ key value effect }} }}
+      flavorsReservation {{ name resources {{ name total borrowed }} }}
+      flavorsUsage {{ name resources {{ name total borrowed }} }}
+      localQueues {{ name namespace }}
+      workloads {{ name status }}
+    }}
+  }}
+  resourceFlavors(first: 100) {{ nodes {{ {OBJECT} nodeLabels topologyName topology {{ name }}
+    tolerations {{ key }} nodeTaints {{ key }} clusterQueues {{ name }} nodes {{ name }} }} }}
+  admissionChecks(first: 100) {{ nodes {{ {OBJECT} controllerName parameters
+    conditions {{ type status reason }} }} }}
+  workloadPriorityClasses(first: 100) {{ nodes {{ {OBJECT} value description }} }}
+  topologies(first: 100) {{ nodes {{ {OBJECT} levels {{ nodeLabel }} }} }}
+  cohorts(first: 100) {{ nodes {{ name explicit parent {{ name }} children {{ name }}
+    members {{ name }} raw events {{ reason }} }} }}
+  namespaces(first: 100) {{ nodes {{ {OBJECT} phase localQueues {{ name }} }} }}
+  nodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource quantity amount }} }} }}
+  viewer {{ username uid groups extra }}
+}}
+"""
+
+
+@pytest.mark.parametrize("user", ["admin", "viewer"])
+async def test_every_field_answers_for_cluster_readers(
+    server: Server, cluster: Cluster, user: str
+) -> None:
+    body = await server.query(EVERYTHING, token=cluster.token(user))
+    assert body.get("errors") is None, body.get("errors")
+    assert body["data"]["workloads"]["totalCount"] >= 10
+    assert body["data"]["clusterQueues"]["nodes"]
+
+
+async def test_every_field_as_a_tenant_is_answered_or_forbidden(
+    server: Server, cluster: Cluster
+) -> None:
+    own_namespace = EVERYTHING.replace(
+        "workloads(first: 100)", 'workloads(first: 100, namespace: "team-a")'
+    )
+    body = await server.query(own_namespace, token=cluster.token("alice"))
+    codes = {error["extensions"]["code"] for error in body.get("errors", [])}
+    assert codes == {"FORBIDDEN"}
+    workloads = body["data"]["workloads"]["nodes"]
+    assert len(workloads) >= 10
+    assert all(w["namespace"] == "team-a" for w in workloads)
+    assert body["data"]["clusterQueues"] is None
