@@ -109,7 +109,6 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         allow_get_queries=args.allow_get_queries,
         graphiql=not args.no_graphiql,
         max_body_bytes=args.max_body_bytes,
-        request_timeout_seconds=args.request_timeout,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
         query_limits=QueryLimits(
             max_depth=args.max_depth, max_aliases=args.max_aliases, max_tokens=args.max_tokens

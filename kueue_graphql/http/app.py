@@ -176,7 +176,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             Middleware(DropImpersonationHeaders),
             Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
             # One second of grace so the API-call deadline (the precise one) fires first.
-            Middleware(Deadline, seconds=settings.request_timeout_seconds + 1.0),
+            Middleware(Deadline, seconds=settings.request_limits.deadline_seconds + 1.0),
         ],
         lifespan=lifespan,
     )

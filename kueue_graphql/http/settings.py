@@ -23,7 +23,6 @@ class ServerSettings:
     allow_get_queries: bool = False
     graphiql: bool = True
     max_body_bytes: int = 64 * 1024
-    request_timeout_seconds: float = 20.0
     api_request_timeout_seconds: float = 10.0
     authz_cache_ttl_seconds: float = 10.0
     token_cache_ttl_seconds: float = 30.0
