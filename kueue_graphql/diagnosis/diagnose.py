@@ -203,7 +203,7 @@ def _build(
     )
     return replace(
         diagnosis,
-        next_steps=tuple(next_steps_for(diagnosis, ctx.cluster_queue)),
+        next_steps=tuple(next_steps_for(diagnosis, _known_list(ctx.inp.resource_flavors) or [])),
         commands=tuple(commands_for(diagnosis)),
     )
 
@@ -342,16 +342,26 @@ def _finished(ctx: _Context) -> Diagnosis:
 
 def _admission_check_reasons(ctx: _Context) -> list[Reason]:
     assert ctx.workload is not None
+    checks = {name(c): c for c in _known_list(ctx.inp.admission_checks) or []}
     out = []
     for check in items(ctx.workload, "status", "admissionChecks"):
         state = str(check.get("state") or "Pending")
         if state == "Ready":
             continue
         check_name = str(check.get("name") or "")
+        message = str(check.get("message") or f"admission check {check_name} is {state}")
+        obj = checks.get(check_name)
+        if obj is not None:
+            # Who is supposed to decide, and whether that controller reports itself active.
+            message += f" (controller {text(obj, 'spec', 'controllerName') or '?'}"
+            active = condition(obj, "Active")
+            if active is not None:
+                message += f"; Active={active.get('status')}: {active.get('message') or ''}"
+            message = message.rstrip(": ") + ")"
         out.append(
             Reason(
                 code=f"AdmissionCheck{state}",
-                message=str(check.get("message") or f"admission check {check_name} is {state}"),
+                message=message,
                 source=ReasonSource.CONDITION,
                 kueue_reason=state,
                 object=ObjectRef("AdmissionCheck", check_name, None, "kueue.x-k8s.io/v1beta2"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 
 from kueue_graphql.diagnosis.messages import parse_taint
@@ -16,6 +16,7 @@ from kueue_graphql.diagnosis.model import (
     Verdict,
     Visibility,
 )
+from kueue_graphql.diagnosis.objects import items, name
 from kueue_graphql.diagnosis.quantity import format_quantity
 
 __all__ = ["commands_for", "next_steps_for"]
@@ -50,15 +51,17 @@ _NOT_QUOTA_CODES = frozenset(
 )
 
 
-def next_steps_for(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
+def next_steps_for(d: Diagnosis, flavors: Sequence[KubeObject] = ()) -> Iterator[str]:
+    """Remedies for the reasons found; `flavors` (ResourceFlavors the caller may read) make
+    the toleration to add exact."""
     seen: set[str] = set()
-    for step in _steps(d, cluster_queue):
+    for step in _steps(d, {name(f): f for f in flavors}):
         if step not in seen:
             seen.add(step)
             yield step
 
 
-def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
+def _steps(d: Diagnosis, flavors: Mapping[str, KubeObject]) -> Iterator[str]:
     lq, cq = d.local_queue, d.cluster_queue
     if d.stage is Stage.NOT_MANAGED:
         yield (
@@ -145,6 +148,16 @@ def _steps(d: Diagnosis, cluster_queue: KubeObject | None) -> Iterator[str]:
                 "a matching toleration to the Pod template if the workload may run there, or "
                 "submit to a LocalQueue whose ClusterQueue has another flavor."
             )
+            flavor = flavors.get(r.flavor or "")
+            for t in items(flavor, "spec", "nodeTaints") if flavor is not None else []:
+                value = f', value: "{t["value"]}"' if t.get("value") else ""
+                operator = "Equal" if t.get("value") else "Exists"
+                yield (
+                    "The toleration, from ResourceFlavor "
+                    f"{r.flavor}'s nodeTaints: spec.template.spec.tolerations: "
+                    f"[{{key: {t.get('key')}, operator: {operator}{value}, "
+                    f"effect: {t.get('effect')}}}]"
+                )
         elif r.code == "FlavorNodeAffinityMismatch":
             yield (
                 f"The Pod template's nodeSelector/affinity excludes flavor {r.flavor}'s node "

@@ -34,12 +34,14 @@ from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.reads import RequestReads
 from kueue_graphql.kube.resources import (
+    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
     POD,
+    RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
 )
@@ -452,6 +454,13 @@ async def _queue_position(
     return dx.Absent("not in the LocalQueue's pending list")
 
 
+def _quota_message(workload: JsonObject | None) -> str:
+    for c in status(workload or {}).get("conditions") or []:
+        if c.get("type") == "QuotaReserved" and c.get("status") != "True":
+            return str(c.get("message") or "")
+    return ""
+
+
 async def load_input(
     reads_: RequestReads,
     namespace: str,
@@ -463,7 +472,8 @@ async def load_input(
     Three rounds, each started at once so the request's DataLoaders batch them: the queue,
     Pods, queue position and Events; then the ClusterQueue and, for Pods kube-scheduler has not
     placed, their Events and the Nodes; then, only for a ClusterQueue in a cohort, the other
-    ClusterQueues and Cohorts. What the diagnosis cannot use is not read.
+    ClusterQueues and Cohorts. ResourceFlavors and AdmissionChecks only when a reason names one.
+    What the diagnosis cannot use is not read.
     """
     owner_obj, workload_obj = _known(owner), _known(workload)
     queue = spec(workload_obj or {}).get("queueName") or (
@@ -501,7 +511,14 @@ async def load_input(
     if unplaced:
         nodes = asyncio.ensure_future(_observe(reads_.list_objects(NODE)))
         pod_events = asyncio.ensure_future(_events(reads_, unplaced))
-    await asyncio.gather(cluster_queue, nodes, pod_events)
+    # Flavors make a taint remedy exact; AdmissionChecks say who decides a pending check.
+    flavors: asyncio.Future[ObservedList] = _ready(dx.Absent("no flavor in question"))
+    if "in flavor " in _quota_message(workload_obj):
+        flavors = asyncio.ensure_future(_observe(reads_.list_objects(RESOURCE_FLAVOR)))
+    checks: asyncio.Future[ObservedList] = _ready(dx.Absent("no admission checks"))
+    if status(workload_obj or {}).get("admissionChecks"):
+        checks = asyncio.ensure_future(_observe(reads_.list_objects(ADMISSION_CHECK)))
+    await asyncio.gather(cluster_queue, nodes, pod_events, flavors, checks)
 
     cluster_queues: ObservedList = dx.Absent("not in a cohort")
     cohorts: ObservedList = dx.Absent("not in a cohort")
@@ -523,8 +540,8 @@ async def load_input(
         cluster_queue=cluster_queue.result(),
         cluster_queues=cluster_queues,
         cohorts=cohorts,
-        resource_flavors=dx.Absent("not used"),
-        admission_checks=dx.Absent("not used"),
+        resource_flavors=flavors.result(),
+        admission_checks=checks.result(),
         nodes=nodes.result(),
         queue_position=position_read.result(),
     )

@@ -124,6 +124,8 @@ def test_untolerated_flavor_taint(user: str) -> None:
     )
     assert "kueue-graphql.example/spot=true:NoSchedule" in d.summary
     assert any("toleration" in s for s in d.next_steps)
+    exact = [s for s in d.next_steps if "from ResourceFlavor spot-tainted's nodeTaints" in s]
+    assert len(exact) == (0 if user == TENANT else 1)
     if user != TENANT:
         # quota is not the problem: 500m of 16 CPU
         assert d.quota.verdict is Verdict.FITS_NOW
@@ -220,6 +222,8 @@ def test_waits_for_admission_check(user: str) -> None:
         "AdmissionCheck", "manual-approval", None, "kueue.x-k8s.io/v1beta2"
     )
     assert d.reasons[0].code == "AdmissionCheckPending"
+    has_controller = "controller kueue-graphql.example/manual-approval" in d.reasons[0].message
+    assert has_controller is (user != TENANT)
 
 
 @pytest.mark.parametrize("user", USERS)

@@ -125,6 +125,13 @@ async def test_flavor_taint(server: Server, cluster: Cluster, user: str) -> None
     assert "kueue-graphql.example/spot=true:NoSchedule" in d["summary"]
     if user == "viewer":
         assert d["quota"]["verdict"] == "FITS_NOW"
+        # read from the ResourceFlavor's nodeTaints, which alice may not read
+        assert any(
+            'key: kueue-graphql.example/spot, operator: Equal, value: "true"' in s
+            for s in d["nextSteps"]
+        )
+    else:
+        assert not any("from ResourceFlavor" in s for s in d["nextSteps"])
 
 
 @pytest.mark.parametrize("user", USERS)
@@ -206,6 +213,11 @@ async def test_waits_for_admission_check(server: Server, cluster: Cluster, user:
     assert (d["stage"], d["layer"]) == ("WAITING_FOR_ADMISSION_CHECKS", "KUEUE")
     assert d["blockingRef"]["kind"] == "AdmissionCheck"
     assert d["blockingRef"]["name"] == "manual-approval"
+    message = reason(d, "AdmissionCheckPending")["message"]
+    if user == "viewer":
+        assert "controller kueue-graphql.example/manual-approval; Active=True" in message
+    else:
+        assert "controller" not in message  # AdmissionChecks are not hers to read
 
 
 @pytest.mark.parametrize("user", USERS)

@@ -146,7 +146,7 @@ def test_rejected_admission_check_deactivates() -> None:
         "AdmissionCheck",
         "manual-approval",
     )
-    assert any(r.message == "denied by policy" for r in d.reasons)
+    assert any(r.message.startswith("denied by policy (controller ") for r in d.reasons)
 
 
 def test_pod_bound_but_not_started_is_runtime() -> None:
