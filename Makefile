@@ -30,7 +30,7 @@ types: install ## mypy (strict) on the package
 contracts: install ## import-linter: layers flow one way
 	$(RUN) lint-imports
 
-test: lint types contracts ## lint, types, layer contract, then every test (starts the control plane)
+test: lint types contracts cluster-build ## lint, types, layer contract, then every test (starts the control plane)
 	$(RUN) pytest
 
 cluster-build: install ## build (or find cached) the control-plane and Kueue binaries

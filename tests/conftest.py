@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
@@ -10,11 +11,15 @@ from tests.cluster.driver import Cluster, running_cluster
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """The real kube-apiserver + Kueue from tests/cluster, started once per test run.
 
     A control plane already started with `make cluster-up` is reused and left running; otherwise
     one is started here and stopped (every process, and .cluster/) when the run ends.
     """
-    with running_cluster() as started:
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with contextlib.ExitStack() as lifetime:
+        # Starting (and on a cold machine building) takes a while: let its progress through.
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            started = lifetime.enter_context(running_cluster())
         yield started
