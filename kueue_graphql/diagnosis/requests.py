@@ -112,8 +112,9 @@ def workload_requests(workload: KubeObject) -> list[PodSetRequest]:
     computed, with LimitRange defaults and RuntimeClass overhead applied) > the spec.
     """
     reclaimable = {
-        str(r.get("name")): int(r.get("count") or 0)
+        str(r.get("name")): r["count"]
         for r in items(workload, "status", "reclaimablePods")
+        if isinstance(r.get("count"), int) and not isinstance(r.get("count"), bool)
     }
     admitted = {
         str(a.get("name")): a for a in items(workload, "status", "admission", "podSetAssignments")

@@ -38,9 +38,11 @@ def as_input(
         position = Forbidden(f"{user} may not read pendingworkloads")
     elif data["pendingWorkloads"] is None:
         position = Absent("the visibility API returned no pending list for this LocalQueue")
-    elif data["workload"] is not None:
+    elif isinstance(data["workload"], dict):
+        meta = data["workload"].get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
         for item in data["pendingWorkloads"].get("items", []):
-            if item["metadata"]["name"] == data["workload"]["metadata"]["name"]:
+            if item["metadata"]["name"] == name:
                 position = item
     return DiagnosisInput(
         owner=observed("job") if start_from == "job" else Absent("asked for the Workload"),
