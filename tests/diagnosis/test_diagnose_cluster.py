@@ -331,3 +331,14 @@ async def test_api_call_budget(server: Server, cluster: Cluster, user: str) -> N
         )
         assert "errors" not in body, body.get("errors")
         assert body["extensions"]["apiCalls"] <= 20, (job, body["extensions"])
+
+
+@pytest.mark.parametrize("kind", ["Job", "Workload"])
+async def test_unknown_object_is_not_found(server: Server, cluster: Cluster, kind: str) -> None:
+    body = await server.query(
+        DIAGNOSE,
+        {"ns": "team-a", "kind": kind, "name": "no-such-job"},
+        token=cluster.token("alice"),
+    )
+    assert body["data"]["diagnose"] is None
+    assert body["errors"][0]["extensions"]["code"] == "NOT_FOUND"
