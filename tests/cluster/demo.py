@@ -17,7 +17,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from tests.cluster.driver import DEFAULT_STATE_DIR, Cluster, up
 
@@ -55,7 +54,7 @@ def _wait_ready(url: str, server: subprocess.Popen[bytes], timeout: float = 60) 
 
 
 def main() -> int:
-    state_dir = Path(os.environ.get("KUEUE_GRAPHQL_CLUSTER_DIR", DEFAULT_STATE_DIR))
+    state_dir = DEFAULT_STATE_DIR
     cluster = Cluster(state_dir)
     if cluster.is_healthy():
         print(f"Reusing the control plane already running in {state_dir}", file=sys.stderr)

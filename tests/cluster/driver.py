@@ -39,7 +39,8 @@ from tests.cluster.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
-DEFAULT_STATE_DIR = REPO / ".cluster"
+# KUEUE_GRAPHQL_CLUSTER_DIR runs a second, independent control plane beside the default one.
+DEFAULT_STATE_DIR = Path(os.environ.get("KUEUE_GRAPHQL_CLUSTER_DIR", REPO / ".cluster"))
 
 # name -> groups. admin's token is in system:masters like its client certificate.
 USERS: dict[str, tuple[str, ...]] = {
@@ -64,6 +65,9 @@ SIMULATED_KUBELET = {
     ("team-a", "borrows-one-cpu"): "Running",
     ("team-a", "gpu-training"): "Running",
     ("team-a", "finished-ok"): "Succeeded",
+    ("team-a", "fails-with-exit-1"): "Failed",
+    ("team-a", "not-queued"): "Running",
+    ("team-a", "low-priority-victim"): "Running",
     ("team-b", "bob-job"): "Running",
 }
 
@@ -611,9 +615,12 @@ class _Starter:
         progress.step("applying scenario Jobs and waiting for Kueue and the scheduler to act")
         self._apply_file(MANIFESTS / "40-jobs.yaml")
         self._wait_workload_condition("team-a", "borrows-one-cpu", "Admitted")
-        self._apply_file(MANIFESTS / "50-jobs-after-borrowing.yaml")
+        self._wait_workload_condition("team-a", "low-priority-victim", "Admitted")
         self._simulate_kubelet()
+        self._apply_file(MANIFESTS / "50-jobs-after-admission.yaml")
         self._deactivate_workload("team-a", "deactivated-by-admin")
+        self._wait_evicted_and_released("team-a", "low-priority-victim")
+        self._simulate_kubelet({("team-a", "high-priority-preemptor"): "Running"})
         self._wait_scenarios_settled()
         _wait(
             "visibility API (pending workloads of cq-small-2cpu)",
@@ -809,6 +816,10 @@ class _Starter:
             "-p",
             '{"spec":{"active":false}}',
         )
+        self._wait_evicted_and_released(namespace, job)
+
+    def _wait_evicted_and_released(self, namespace: str, job: str) -> None:
+        """Wait for Kueue to evict a Workload and release its quota (deactivation, preemption)."""
 
         def evicted_and_released() -> bool:
             # Without a kubelet, Pods already bound to a Node would stay Terminating forever;
@@ -833,7 +844,7 @@ class _Starter:
             )
 
         _wait(
-            f"Workload of {namespace}/{job} to be evicted after deactivation",
+            f"Workload of {namespace}/{job} to be evicted and its quota released",
             evicted_and_released,
             120,
             self.progress,
@@ -884,9 +895,9 @@ class _Starter:
             self.launcher.logs / "kueue.log",
         )
 
-    def _simulate_kubelet(self) -> None:
-        """Move bound Pods of the chosen Jobs to Running or Succeeded, as a kubelet would."""
-        for (namespace, job), phase in SIMULATED_KUBELET.items():
+    def _simulate_kubelet(self, jobs: dict[tuple[str, str], str] | None = None) -> None:
+        """Move bound Pods of chosen Jobs to Running, Succeeded or Failed, as a kubelet would."""
+        for (namespace, job), phase in (SIMULATED_KUBELET if jobs is None else jobs).items():
 
             def bound_pods(ns: str = namespace, j: str = job) -> list[dict[str, Any]]:
                 pods = self.cluster.get_json("pods", "-n", ns, "-l", f"job-name={j}")["items"]
@@ -909,10 +920,11 @@ class _Starter:
             state: dict[str, Any] = {"running": {"startedAt": now}}
             ready = "True"
         else:
+            failed = phase == "Failed"
             state = {
                 "terminated": {
-                    "exitCode": 0,
-                    "reason": "Completed",
+                    "exitCode": 1 if failed else 0,
+                    "reason": "Error" if failed else "Completed",
                     "startedAt": now,
                     "finishedAt": now,
                 }
@@ -1005,6 +1017,8 @@ class _Starter:
         for what, check in checks:
             _wait(what, check, 120, self.progress, self.launcher.logs / "kueue.log")
         self._wait_workload_condition("team-a", "finished-ok", "Finished")
+        self._wait_workload_condition("team-a", "fails-with-exit-1", "Finished")
+        self._wait_workload_condition("team-a", "high-priority-preemptor", "Admitted")
         self._wait_workload_condition("team-a", "healthy-running", "Admitted")
         self._wait_workload_condition("team-a", "waits-for-approval", "QuotaReserved")
 
@@ -1095,7 +1109,7 @@ def running_cluster(state_dir: Path = DEFAULT_STATE_DIR) -> Iterator[Cluster]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     command = args[0] if args else "status"
-    state_dir = Path(os.environ.get("KUEUE_GRAPHQL_CLUSTER_DIR", DEFAULT_STATE_DIR))
+    state_dir = DEFAULT_STATE_DIR
     if command == "up":
         cluster = up(state_dir)
         print(f"KUBECONFIG={cluster.admin_kubeconfig}")

@@ -237,3 +237,41 @@ def test_visibility_api_gives_queue_positions(cluster: Cluster) -> None:
     assert [
         (i["metadata"]["name"].rsplit("-", 1)[0], i["positionInClusterQueue"]) for i in items
     ] == [("job-too-big-3x1cpu", 0)]
+
+
+def test_higher_priority_workload_preempts_a_lower_one(cluster: Cluster) -> None:
+    victim = _conditions(workload_of(cluster, "team-a", "low-priority-victim"))
+    assert (victim["Preempted"]["status"], victim["Preempted"]["reason"]) == (
+        "True",
+        "InClusterQueue",
+    )
+    assert (victim["Evicted"]["status"], victim["Evicted"]["reason"]) == ("True", "Preempted")
+    assert victim["QuotaReserved"]["status"] == "False"
+    preemptor = workload_of(cluster, "team-a", "high-priority-preemptor")
+    assert _conditions(preemptor)["Admitted"]["status"] == "True"
+    reasons = {
+        e["reason"]
+        for e in events_for(cluster, "team-a", "Workload", preemptor["metadata"]["name"])
+    }
+    assert "PreemptedWorkload" in reasons
+    assert cluster.get_json("job", "low-priority-victim", "-n", "team-a")["spec"]["suspend"] is True
+
+
+def test_failed_pod_fails_the_job_and_finishes_the_workload(cluster: Cluster) -> None:
+    finished = _conditions(workload_of(cluster, "team-a", "fails-with-exit-1"))["Finished"]
+    assert (finished["status"], finished["reason"], finished["message"]) == (
+        "True",
+        "Failed",
+        "Job has reached the specified backoff limit",
+    )
+
+
+def test_job_without_queue_label_is_left_alone_by_kueue(cluster: Cluster) -> None:
+    job = cluster.get_json("job", "not-queued", "-n", "team-a")
+    assert "kueue.x-k8s.io/queue-name" not in job["metadata"].get("labels", {})
+    assert not job["spec"].get("suspend")
+    uid = job["metadata"]["uid"]
+    workloads = cluster.get_json("workloads", "-n", "team-a", "-l", f"kueue.x-k8s.io/job-uid={uid}")
+    assert workloads["items"] == []
+    pods = cluster.get_json("pods", "-n", "team-a", "-l", "job-name=not-queued")["items"]
+    assert [p["status"]["phase"] for p in pods] == ["Running"]

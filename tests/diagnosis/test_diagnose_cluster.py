@@ -232,6 +232,30 @@ async def test_deactivated(server: Server, cluster: Cluster, user: str) -> None:
 
 
 @pytest.mark.parametrize("user", USERS)
+async def test_preempted(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "low-priority-victim")
+    assert (d["stage"], d["layer"]) == ("PREEMPTED", "KUEUE")
+    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-preemption", "namespace": None}
+    preempted = reason(d, "Preempted")
+    assert preempted["kueueReason"] == "Preempted"
+    assert "due to prioritization in the ClusterQueue" in preempted["message"]
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_failed(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "fails-with-exit-1")
+    assert (d["stage"], d["layer"], d["blockingRef"]) == ("FINISHED_FAILED", "RUNTIME", None)
+    assert reason(d, "Failed")["message"] == "Job has reached the specified backoff limit"
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_not_managed(server: Server, cluster: Cluster, user: str) -> None:
+    d = await why(server, cluster, user, "not-queued")
+    assert (d["stage"], d["workload"], d["localQueue"]) == ("NOT_MANAGED", None, None)
+    assert reason(d, "NoQueueName")["object"] == {"kind": "Job", "name": "not-queued"}
+
+
+@pytest.mark.parametrize("user", USERS)
 async def test_borrowing_runs(server: Server, cluster: Cluster, user: str) -> None:
     d = await why(server, cluster, user, "borrows-one-cpu")
     assert (d["stage"], d["layer"], d["blockingRef"]) == ("RUNNING", "RUNTIME", None)
