@@ -3,21 +3,19 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 UV_VERSION ?= 0.13.8
-UV := $(shell command -v uv 2>/dev/null)
-ifeq ($(UV),)
-UV := $(HOME)/.local/bin/uv
-endif
+# uv on PATH, else the one `make install` puts into this Python with pip.
+UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 RUN := $(UV) run --frozen
+# Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
+export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo schema clean
+.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo schema bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-$(UV):
-	python3 -m pip install --quiet --user "uv==$(UV_VERSION)" || python3 -m pip install --quiet "uv==$(UV_VERSION)"
-
-install: $(UV) ## create .venv with the locked dependencies (uv.lock)
+install: ## create .venv with the locked dependencies (uv.lock)
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
 	$(UV) sync --frozen
 
 lint: install ## ruff lint and format check
@@ -47,6 +45,9 @@ cluster-status: install ## is the control plane up?
 
 demo: install ## control plane + scenarios + the server + GraphiQL, with a ready token and query
 	$(RUN) python -m tests.cluster.demo
+
+bench: install ## latency, API calls, throughput, RSS of the real server (control plane must be up)
+	$(RUN) python benchmarks/admission_path.py $(BENCH_ARGS)
 
 schema: install ## regenerate schema/schema.graphql from the code
 	$(RUN) kueue-graphql schema > schema/schema.graphql
