@@ -1,0 +1,32 @@
+"""The server the benchmark measures: the app `kueue-graphql serve` runs, on a loopback port.
+
+    python benchmarks/server.py <kubeconfig> <port> [cache-ttl-seconds]
+
+Without a TTL the settings are the defaults of `kueue-graphql serve`. With one, both
+per-identity caches (TokenReview answers and access decisions) use it; 0 turns them off, so
+every request pays its TokenReview and SubjectAccessReviews ("cold"). The CLI has no flag for
+the TokenReview cache, hence this small launcher.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+
+from kueue_graphql.http import ServerSettings, build_app
+
+
+def main(argv: list[str]) -> None:
+    kubeconfig, port = argv[0], int(argv[1])
+    settings = ServerSettings(kubeconfig=kubeconfig)
+    if len(argv) > 2:
+        ttl = float(argv[2])
+        settings = ServerSettings(
+            kubeconfig=kubeconfig, authz_cache_ttl_seconds=ttl, token_cache_ttl_seconds=ttl
+        )
+    uvicorn.run(build_app(settings), host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
