@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -16,6 +17,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.types import ExecutionResult
 
 from kueue_graphql.auth import (
     Authenticator,
@@ -24,7 +27,7 @@ from kueue_graphql.auth import (
     bearer_token,
 )
 from kueue_graphql.context import RequestContext
-from kueue_graphql.core.errors import ServiceError
+from kueue_graphql.core.errors import ErrorCode, ServiceError
 from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
 from kueue_graphql.http.settings import AuthMode, ServerSettings
@@ -59,6 +62,30 @@ def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
     return Services(kube=kube, authenticator=authenticator, authorizer=authorizer)
 
 
+def graphql_error(
+    status: int, code: ErrorCode, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """A GraphQL-shaped error answer for requests refused outside of execution."""
+    body = {"errors": [{"message": message, "extensions": {"code": code.value}}]}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+MISSING_CREDENTIALS = "send `Authorization: Bearer <token>`"
+
+
+def unauthenticated(message: str, *, rejected: bool) -> JSONResponse:
+    # RFC 6750: a challenge, with error="invalid_token" when a token was sent but not accepted.
+    challenge = 'Bearer error="invalid_token"' if rejected else "Bearer"
+    return graphql_error(
+        401, ErrorCode.UNAUTHENTICATED, message, headers={"WWW-Authenticate": challenge}
+    )
+
+
+class TokenRejectedError(Exception):
+    """The caller's token was not accepted: the whole request answers 401, not a 200 with an
+    error next to null fields."""
+
+
 class GraphQLView(GraphQL[RequestContext, None]):
     def __init__(self, settings: ServerSettings) -> None:
         super().__init__(
@@ -74,6 +101,29 @@ class GraphQLView(GraphQL[RequestContext, None]):
         # localStorage; keep it only for the page's lifetime.
         html: str = super().graphql_ide_html
         return html.replace("shouldPersistHeaders: true", "shouldPersistHeaders: false")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        response: Response
+        try:
+            response = await self.run(Request(scope, receive=receive))
+        except HTTPException as error:
+            response = PlainTextResponse(error.reason, status_code=error.status_code)
+        except TokenRejectedError as rejected:
+            response = unauthenticated(str(rejected), rejected=True)
+        await response(scope, receive, send)
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        # The identity is resolved lazily, so a rejected token surfaces as a field error;
+        # any such error means nothing in this request was read as anyone.
+        for error in result.errors or []:
+            if (error.extensions or {}).get("code") == ErrorCode.UNAUTHENTICATED.value:
+                raise TokenRejectedError(error.message)
+        return await super().process_result(request, result)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         services: Services = request.app.state.services
@@ -94,7 +144,8 @@ class GraphQLView(GraphQL[RequestContext, None]):
 
 class RequireBearerToken:
     """In token-review mode a query without a bearer token is refused at once (401), without
-    any API call. The GraphiQL page itself (GET, HTML) needs no token."""
+    any API call; one whose token TokenReview rejects gets the same 401 from GraphQLView. The
+    GraphiQL page itself (GET, HTML) needs no token."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -109,19 +160,7 @@ class RequireBearerToken:
                 and services.authenticator.requires_token()
                 and not bearer_token(request.headers.get("authorization"))
             ):
-                response = JSONResponse(
-                    {
-                        "errors": [
-                            {
-                                "message": "send `Authorization: Bearer <token>`",
-                                "extensions": {"code": "UNAUTHENTICATED"},
-                            }
-                        ]
-                    },
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
+                await unauthenticated(MISSING_CREDENTIALS, rejected=False)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
