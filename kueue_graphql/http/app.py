@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -110,10 +111,23 @@ class GraphQLView(GraphQL[RequestContext, None]):
         try:
             response = await self.run(Request(scope, receive=receive))
         except HTTPException as error:
-            response = PlainTextResponse(error.reason, status_code=error.status_code)
+            # Strawberry's own refusals (no query, batching, a field of the wrong JSON type).
+            response = graphql_error(error.status_code, ErrorCode.BAD_REQUEST, error.reason)
         except TokenRejectedError as rejected:
             response = unauthenticated(str(rejected), rejected=True)
         await response(scope, receive, send)
+
+    def parse_json(self, data: str | bytes) -> Any:
+        # Strawberry lets a body that is not UTF-8, or JSON but not an object, through as a 500.
+        try:
+            parsed = json.loads(data)
+        except ValueError as error:
+            raise HTTPException(400, "the request body is not valid JSON") from error
+        if not isinstance(parsed, dict | list):
+            raise HTTPException(
+                400, 'the request body must be a JSON object: {"query": "...", "variables": {}}'
+            )
+        return parsed
 
     async def process_result(
         self, request: Request, result: ExecutionResult
@@ -142,27 +156,49 @@ class GraphQLView(GraphQL[RequestContext, None]):
         )
 
 
-class RequireBearerToken:
-    """In token-review mode a query without a bearer token is refused at once (401), without
-    any API call; one whose token TokenReview rejects gets the same 401 from GraphQLView. The
-    GraphiQL page itself (GET, HTML) needs no token."""
+class GraphQLGate:
+    """Refusals before any GraphQL work or API call, as GraphQL-shaped errors: queries over GET
+    when they are off (405), a POST body that is not JSON (415), and in token-review mode a
+    query without a bearer token (401; one whose token TokenReview rejects gets the same 401
+    from GraphQLView). The GraphiQL page itself (GET, HTML) needs no token."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, allow_get_queries: bool) -> None:
         self.app = app
+        self.allow_get_queries = allow_get_queries
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            request = Request(scope)
-            services: Services = request.app.state.services
-            is_query = request.method == "POST" or "query" in request.query_params
-            if (
-                is_query
-                and services.authenticator.requires_token()
-                and not bearer_token(request.headers.get("authorization"))
-            ):
-                await unauthenticated(MISSING_CREDENTIALS, rejected=False)(scope, receive, send)
+            refusal = self.refusal(Request(scope))
+            if refusal is not None:
+                await refusal(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    def refusal(self, request: Request) -> Response | None:
+        is_get_query = request.method == "GET" and "query" in request.query_params
+        if is_get_query and not self.allow_get_queries:
+            return graphql_error(
+                405,
+                ErrorCode.BAD_REQUEST,
+                "queries over GET are off on this server (--allow-get-queries); send them "
+                "with POST",
+                headers={"Allow": "POST"},
+            )
+        media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if request.method == "POST" and media_type != "application/json":
+            return graphql_error(
+                415,
+                ErrorCode.BAD_REQUEST,
+                'send the query as JSON, `Content-Type: application/json`, body {"query": "..."}',
+            )
+        services: Services = request.app.state.services
+        if (
+            (request.method == "POST" or is_get_query)
+            and services.authenticator.requires_token()
+            and not bearer_token(request.headers.get("authorization"))
+        ):
+            return unauthenticated(MISSING_CREDENTIALS, rejected=False)
+        return None
 
 
 async def healthz(request: Request) -> Response:
@@ -209,7 +245,11 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         routes=[
             Route("/healthz", healthz),
             Route("/readyz", readyz),
-            Route("/graphql", RequireBearerToken(view), methods=["GET", "POST"]),
+            Route(
+                "/graphql",
+                GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
+                methods=["GET", "POST"],
+            ),
         ],
         middleware=[
             Middleware(DropImpersonationHeaders),
