@@ -1,9 +1,9 @@
 """Every GraphQL error carries a stable `extensions.code`; unexpected ones are masked.
 
 Service errors keep their message (written to be shown) and get their code; errors raised by
-GraphQL itself before execution (syntax, validation, the depth/alias/token limits) are
-BAD_REQUEST; anything else is a bug or an unforeseen failure: its details go to the log, the
-caller sees "Unexpected error." with code INTERNAL.
+GraphQL itself before execution (syntax, validation, variable values, the depth/alias/token
+limits) are BAD_REQUEST; anything else is a bug or an unforeseen failure: its details go to the
+log, the caller sees "Unexpected error." with code INTERNAL.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ def coded_error(error: GraphQLError) -> GraphQLError:
                 }
             )
         message = original.message
-    elif original is None:
+    elif original is None or (isinstance(original, GraphQLError) and error.path is None):
+        # Raised by GraphQL itself before execution; a variable of the wrong type carries the
+        # scalar's own GraphQLError as its original error.
         extensions = {"code": ErrorCode.BAD_REQUEST.value}
         message = error.message
     else:
