@@ -17,6 +17,7 @@ from strawberry.dataloader import DataLoader
 
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError, ServiceError
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.names import check_name, check_namespace
 from kueue_graphql.kube.authz import Access, Authorizer
 from kueue_graphql.kube.client import (
     ApiCallMeter,
@@ -108,8 +109,12 @@ class RequestReads:
     # -- single objects ------------------------------------------------------------------------
 
     async def get(self, resource: Resource, namespace: str | None, name: str) -> JsonObject:
-        """The object, or NotFoundError / ForbiddenError."""
+        """The object, or NotFoundError / ForbiddenError (BadRequestError for a name or
+        namespace no object can have, before any API call)."""
         namespace = namespace if resource.namespaced else None
+        if namespace is not None:
+            check_namespace(namespace)
+        check_name(name)
         await self.require(Access("get", resource, namespace, name))
         return await self._objects.load(ObjectKey(resource, namespace, name))
 
@@ -156,6 +161,8 @@ class RequestReads:
     ) -> list[JsonObject]:
         """All matching objects (namespace None: every namespace, or cluster-scoped)."""
         namespace = namespace if resource.namespaced else None
+        if namespace is not None:
+            check_namespace(namespace)
         await self.require(Access("list", resource, namespace))
         return await self._lists.load(ListKey(resource, namespace, label_selector, field_selector))
 
@@ -229,6 +236,8 @@ class RequestReads:
     async def _fetch_pending(self, namespace: str, local_queue: str) -> list[JsonObject] | None:
         access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, local_queue, "pendingworkloads")
         try:
+            check_namespace(namespace)
+            check_name(local_queue)
             if not await self.may(access):
                 return None
             summary = await self.client.request_json(

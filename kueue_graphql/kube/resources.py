@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
@@ -22,11 +23,13 @@ class Resource:
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        # Names are checked before a read (core/names.py); quoting keeps any that were not
+        # inside their path segment.
         if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
+            base += f"/namespaces/{quote(namespace, safe='')}"
         base += f"/{self.plural}"
         if name is not None:
-            base += f"/{name}"
+            base += f"/{quote(name, safe='')}"
         return base
 
     def __str__(self) -> str:
