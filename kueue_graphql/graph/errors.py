@@ -4,12 +4,17 @@ Service errors keep their message (written to be shown) and get their code; erro
 GraphQL itself before execution (syntax, validation, variable values, the depth/alias/token
 limits) are BAD_REQUEST; anything else is a bug or an unforeseen failure: its details go to the
 log, the caller sees "Unexpected error." with code INTERNAL.
+
+Logging (`log_errors`, the schema's `process_errors`): an error with a stable code is a normal
+answer (a denied field, a missing object, a bad query) and gets one DEBUG line with its code and
+path, no message (it names the caller's objects) and no traceback; only unexpected exceptions are
+logged at ERROR with their traceback.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
@@ -17,6 +22,38 @@ from strawberry.extensions import SchemaExtension
 from kueue_graphql.core.errors import ErrorCode, ForbiddenError, ServiceError
 
 log = logging.getLogger(__name__)
+
+
+def _is_pre_execution(error: GraphQLError) -> bool:
+    # Raised by GraphQL itself before execution; a variable of the wrong type carries the
+    # scalar's own GraphQLError as its original error.
+    original = error.original_error
+    return original is None or (isinstance(original, GraphQLError) and error.path is None)
+
+
+def error_code(error: GraphQLError) -> ErrorCode:
+    """The code the caller will see for `error` (INTERNAL: unexpected, masked)."""
+    original = error.original_error
+    if isinstance(original, ServiceError):
+        return original.code
+    if _is_pre_execution(error):
+        return ErrorCode.BAD_REQUEST
+    return ErrorCode.INTERNAL
+
+
+def _path(error: GraphQLError) -> str:
+    return ".".join(str(segment) for segment in error.path) if error.path else "-"
+
+
+def log_errors(errors: Iterable[GraphQLError]) -> None:
+    """One line per error: DEBUG for coded (expected) errors, ERROR with the traceback for
+    unexpected ones. Replaces strawberry's default, which logs every error at ERROR."""
+    for error in errors:
+        code = error_code(error)
+        if code is ErrorCode.INTERNAL:
+            log.error("unexpected error at %s", _path(error), exc_info=error.original_error)
+        else:
+            log.debug("error %s at %s", code.value, _path(error))
 
 
 def coded_error(error: GraphQLError) -> GraphQLError:
@@ -34,13 +71,11 @@ def coded_error(error: GraphQLError) -> GraphQLError:
                 }
             )
         message = original.message
-    elif original is None or (isinstance(original, GraphQLError) and error.path is None):
-        # Raised by GraphQL itself before execution; a variable of the wrong type carries the
-        # scalar's own GraphQLError as its original error.
+    elif _is_pre_execution(error):
         extensions = {"code": ErrorCode.BAD_REQUEST.value}
         message = error.message
     else:
-        log.error("unexpected error at %s", error.path, exc_info=original)
+        # Logged (with the traceback) by `log_errors`, before this masking.
         extensions = {"code": ErrorCode.INTERNAL.value}
         message = "Unexpected error."
     return GraphQLError(

@@ -6,11 +6,13 @@ import functools
 from dataclasses import dataclass
 
 import strawberry
+from graphql import GraphQLError
 from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
+from strawberry.types import ExecutionContext
 
 from kueue_graphql.graph.cost import ApiCallCount
-from kueue_graphql.graph.errors import ErrorCodes
+from kueue_graphql.graph.errors import ErrorCodes, log_errors
 from kueue_graphql.graph.query import Query
 
 
@@ -21,9 +23,18 @@ class QueryLimits:
     max_tokens: int = 2000
 
 
+class ServiceSchema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        # Strawberry calls this with the original errors, before ErrorCodes masks them. Its
+        # default logs each one at ERROR with a traceback, FORBIDDEN and NOT_FOUND included.
+        log_errors(errors)
+
+
 def build_schema(limits: QueryLimits | None = None) -> strawberry.Schema:
     limits = limits or QueryLimits()
-    return strawberry.Schema(
+    return ServiceSchema(
         query=Query,
         # Factories, not instances: a shared extension instance would carry one request's
         # state into another running concurrently.
