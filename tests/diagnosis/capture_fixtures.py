@@ -40,6 +40,10 @@ SCENARIOS = (
     "gpu-training",
     "waits-for-approval",
     "deactivated-by-admin",
+    "low-priority-victim",
+    "high-priority-preemptor",
+    "fails-with-exit-1",
+    "not-queued",
 )
 USERS = ("alice", "viewer")
 
@@ -143,11 +147,13 @@ def capture(job_name: str) -> dict[str, Any]:
         for e in _items(kubectl_json("get", "events", "-n", NAMESPACE))
         if e.get("involvedObject", {}).get("uid") in uids
     ]
-    queue = (workload or {}).get("spec", {}).get("queueName") or job["metadata"]["labels"].get(
-        "kueue.x-k8s.io/queue-name"
-    )
+    queue = (workload or {}).get("spec", {}).get("queueName") or job["metadata"].get(
+        "labels", {}
+    ).get("kueue.x-k8s.io/queue-name")
     local_queue = None
     try:
+        if queue is None:  # a Job Kueue does not manage names no queue at all
+            raise NotFoundError("no queue-name label")
         local_queue = kubectl_json("get", "localqueue", queue, "-n", NAMESPACE)
     except NotFoundError:
         absent.append("localQueue")
@@ -156,11 +162,15 @@ def capture(job_name: str) -> dict[str, Any]:
     ).get("spec", {}).get("clusterQueue")
     cluster_queue = None
     try:
+        if cq_name is None:
+            raise NotFoundError("no ClusterQueue named")
         cluster_queue = kubectl_json("get", "clusterqueue", cq_name)
     except NotFoundError:
         absent.append("clusterQueue")
     pending: Any = None
     try:
+        if queue is None:
+            raise NotFoundError("no queue-name label")
         pending = raw_json(
             f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NAMESPACE}/localqueues/"
             f"{queue}/pendingworkloads"

@@ -252,3 +252,31 @@ def test_commands_name_the_real_objects() -> None:
     assert "kubectl kueue list workload -n team-a --for job/too-big-3x1cpu" in d.commands
     assert f"kubectl get workload {d.workload.name} -n team-a -o yaml" in d.commands
     assert "kubectl get clusterqueue cq-small-2cpu -o yaml" in d.commands
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_preempted_by_a_higher_priority_workload(user: str) -> None:
+    d = run("low-priority-victim", user)
+    assert (d.stage, d.layer) == (Stage.PREEMPTED, Layer.KUEUE)
+    assert d.blocking_object == ObjectRef(
+        "ClusterQueue", "cq-preemption", None, "kueue.x-k8s.io/v1beta2"
+    )
+    assert "Preempted" in codes(d)
+    # The preemptor that took its place runs.
+    preemptor = run("high-priority-preemptor", user)
+    assert (preemptor.stage, preemptor.layer) == (Stage.RUNNING, Layer.RUNTIME)
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_failed_job(user: str) -> None:
+    d = run("fails-with-exit-1", user)
+    assert (d.stage, d.layer, d.blocking_object) == (Stage.FINISHED_FAILED, Layer.RUNTIME, None)
+    assert d.reasons[0].kueue_reason == "Failed"
+    assert d.reasons[0].message == "Job has reached the specified backoff limit"
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_job_without_queue_name_is_not_managed(user: str) -> None:
+    d = run("not-queued", user)
+    assert d.stage is Stage.NOT_MANAGED
+    assert codes(d) == ["NoQueueName"]
