@@ -9,7 +9,7 @@ RUN := $(UV) run --frozen
 # Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo schema bench clean
+.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ cluster-status: install ## is the control plane up?
 
 demo: install ## control plane + scenarios + the server + GraphiQL, with a ready token and query
 	$(RUN) python -m tests.cluster.demo
+
+graphiql-assets: install ## fetch GraphiQL's JS/CSS with npm pack into .cache/graphiql-assets (for --graphiql-assets)
+	$(RUN) python scripts/fetch_graphiql_assets.py .cache/graphiql-assets
 
 bench: install ## latency, API calls, throughput, RSS of the real server (control plane must be up)
 	$(RUN) python benchmarks/admission_path.py $(BENCH_ARGS)

@@ -13,11 +13,13 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kueue_graphql.context import RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
+from kueue_graphql.http.graphiql import GraphiQLAssetsError
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
 
@@ -51,6 +53,14 @@ def _parser() -> argparse.ArgumentParser:
         "--allow-get-queries", action="store_true", default=_env_bool("allow_get_queries")
     )
     serve.add_argument("--no-graphiql", action="store_true", default=_env_bool("no_graphiql"))
+    serve.add_argument(
+        "--graphiql-assets",
+        metavar="DIR",
+        type=Path,
+        default=_env("graphiql_assets") or None,
+        help="serve GraphiQL's JavaScript and CSS from DIR (fetched by `make graphiql-assets`) "
+        "instead of loading them from unpkg.com",
+    )
     serve.add_argument(
         "--max-body-bytes", type=int, default=int(_env("max_body_bytes", "65536") or 0)
     )
@@ -108,6 +118,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         auth_mode=AuthMode(args.auth_mode),
         allow_get_queries=args.allow_get_queries,
         graphiql=not args.no_graphiql,
+        graphiql_assets=args.graphiql_assets,
         max_body_bytes=args.max_body_bytes,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
         query_limits=QueryLimits(
@@ -194,8 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Local mode lends the kubeconfig's identity to anyone who can connect.
         print("--auth-mode local binds to a loopback address only", file=sys.stderr)
         return 2
+    try:
+        app = build_app(settings)
+    except GraphiQLAssetsError as error:
+        print(error, file=sys.stderr)
+        return 2
     uvicorn.run(
-        build_app(settings),
+        app,
         host=args.host,
         port=args.port,
         log_level=args.log_level.lower(),

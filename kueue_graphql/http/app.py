@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
@@ -30,6 +30,7 @@ from kueue_graphql.auth import (
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError
 from kueue_graphql.graph.schema import build_schema
+from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, local_asset_page
 from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
 from kueue_graphql.http.settings import AuthMode, ServerSettings
 from kueue_graphql.kube.authz import Authorizer
@@ -95,13 +96,18 @@ class GraphQLView(GraphQL[RequestContext, None]):
             allow_queries_via_get=settings.allow_get_queries,
         )
         self.settings = settings
-
-    @property
-    def graphql_ide_html(self) -> str:
         # GraphiQL would keep the Authorization header (a bearer token) in the browser's
         # localStorage; keep it only for the page's lifetime.
         html: str = super().graphql_ide_html
-        return html.replace("shouldPersistHeaders: true", "shouldPersistHeaders: false")
+        html = html.replace("shouldPersistHeaders: true", "shouldPersistHeaders: false")
+        if settings.graphiql and settings.graphiql_assets is not None:
+            # Its JavaScript and CSS from this server instead of unpkg.com.
+            html = local_asset_page(html)
+        self._graphiql_html = html
+
+    @property
+    def graphql_ide_html(self) -> str:
+        return self._graphiql_html
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -241,16 +247,20 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
                 await close_api_client(client.api_client)
 
     view = GraphQLView(settings)
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route(
+            "/graphql",
+            GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
+            methods=["GET", "POST"],
+        ),
+    ]
+    if settings.graphiql and settings.graphiql_assets is not None:
+        # Refuses to start (GraphiQLAssetsError) when a file is missing.
+        routes.append(Mount(ASSETS_MOUNT, app=GraphiQLAssets(settings.graphiql_assets)))
     return Starlette(
-        routes=[
-            Route("/healthz", healthz),
-            Route("/readyz", readyz),
-            Route(
-                "/graphql",
-                GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
-                methods=["GET", "POST"],
-            ),
-        ],
+        routes=routes,
         middleware=[
             Middleware(DropImpersonationHeaders),
             Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 from kueue_graphql.context import RequestLimits
 from kueue_graphql.graph.schema import QueryLimits
@@ -22,6 +23,8 @@ class ServerSettings:
     auth_mode: AuthMode = AuthMode.TOKEN_REVIEW
     allow_get_queries: bool = False
     graphiql: bool = True
+    # GraphiQL's JavaScript and CSS from this directory instead of unpkg.com (None: unpkg.com).
+    graphiql_assets: Path | None = None
     max_body_bytes: int = 64 * 1024
     api_request_timeout_seconds: float = 10.0
     authz_cache_ttl_seconds: float = 10.0
