@@ -143,8 +143,6 @@ async def _why(args: argparse.Namespace) -> int:
     from kueue_graphql.kube.client import ApiCallMeter, KubeClient
     from kueue_graphql.kube.transport import build_api_client, close_api_client
 
-    # The local-auth warning is meant for a server operator, not for this one-shot reader.
-    logging.getLogger("kueue_graphql").setLevel(logging.ERROR)
     namespace, _, name = args.target.partition("/")
     if not namespace or not name:
         print("usage: kueue-graphql why <namespace>/<name>", file=sys.stderr)
@@ -153,6 +151,11 @@ async def _why(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig, kube_context=args.context, auth_mode=AuthMode.LOCAL
     )
     client = KubeClient(await build_api_client(args.kubeconfig, args.context, False))
+    # The local-auth warning is meant for a server operator, not for this one-shot reader; the
+    # level is restored so that an embedding process (or a test run) keeps its own logging.
+    package_logger = logging.getLogger("kueue_graphql")
+    previous_level = package_logger.level
+    package_logger.setLevel(logging.ERROR)
     try:
         services = build_services(client, settings)
 
@@ -172,6 +175,7 @@ async def _why(args: argparse.Namespace) -> int:
             context_value=context,
         )
     finally:
+        package_logger.setLevel(previous_level)
         await close_api_client(client.api_client)
     if args.json:
         body: dict[str, Any] = {"data": result.data}
