@@ -9,7 +9,7 @@ import strawberry
 
 from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
-from kueue_graphql.core.requests import podset_requests, total_requests
+from kueue_graphql.core.requests import spec_podset_requests, total_requests
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     JSON,
@@ -190,14 +190,14 @@ class Workload(KubeObject):
                 total_requests=quantities(computed.total),
                 template=as_json(raw.get("template") or {}),
             )
-            for raw, computed in zip(specs, podset_requests(obj), strict=True)
+            for raw, computed in zip(specs, spec_podset_requests(obj), strict=True)
         ]
 
     @field(
         description="What admission needs at once: every pod set's per-pod request x count, summed."
     )
     async def total_requests(self, info: Info) -> list[ResourceQuantity] | None:
-        return quantities(total_requests(podset_requests(await self.obj(info))))
+        return quantities(total_requests(spec_podset_requests(await self.obj(info))))
 
     @strawberry.field
     async def status(self, info: Info) -> WorkloadStatus | None:
