@@ -10,7 +10,8 @@ ResourceFlavor, AdmissionCheck and Node, and the visibility API's pending list, 
 admin kubeconfig and stored exactly as the API server returned them (managedFields dropped: they
 are bookkeeping, not state). Objects that do not exist are stored as null and listed under
 "absent". It also records, per test user, which of those reads the API server forbids that user
-("forbidden"), so unit tests can replay the tenant's view with real RBAC answers.
+("forbidden"), so unit tests can replay the tenant's view with real RBAC answers. The service's
+pure-logic tests (tests/unit/) read the Workloads from the same files.
 """
 
 from __future__ import annotations

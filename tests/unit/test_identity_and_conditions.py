@@ -6,7 +6,7 @@ import pytest
 from kueue_graphql.core.conditions import find_condition, workload_status
 from kueue_graphql.core.identity import Identity
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "service"
+CAPTURED = Path(__file__).parents[1] / "fixtures" / "captured"
 
 
 def test_identity_from_token_review_user() -> None:
@@ -36,8 +36,8 @@ def test_identity_needs_a_username() -> None:
 
 
 def test_workload_status_of_captured_workloads() -> None:
-    pending = json.loads((FIXTURES / "workload-too-big-3x1cpu.json").read_text())
-    admitted = json.loads((FIXTURES / "workload-borrows-one-cpu.json").read_text())
+    pending = json.loads((CAPTURED / "too-big-3x1cpu.json").read_text())["workload"]
+    admitted = json.loads((CAPTURED / "borrows-one-cpu.json").read_text())["workload"]
     assert workload_status(pending) == "pending"
     assert workload_status(admitted) == "admitted"
     condition = find_condition(pending, "QuotaReserved")

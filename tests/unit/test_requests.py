@@ -18,11 +18,12 @@ from kueue_graphql.core.requests import (
     total_requests,
 )
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "service"
+CAPTURED = Path(__file__).parents[1] / "fixtures" / "captured"
 
 
-def load(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+def load(scenario: str) -> dict[str, Any]:
+    """The scenario's Workload, from tests/diagnosis/capture_fixtures.py's capture."""
+    loaded: dict[str, Any] = json.loads((CAPTURED / f"{scenario}.json").read_text())["workload"]
     return loaded
 
 
@@ -40,7 +41,7 @@ def kueue_totals(workload: dict[str, Any]) -> dict[str, str]:
 
 
 def test_too_big_needs_three_cpus_at_once() -> None:
-    workload = load("workload-too-big-3x1cpu.json")
+    workload = load("too-big-3x1cpu")
     (podset,) = spec_podset_requests(workload)
     assert podset.count == 3
     assert printed(podset.per_pod) == {"cpu": "1", "memory": "256Mi"}
@@ -48,15 +49,15 @@ def test_too_big_needs_three_cpus_at_once() -> None:
 
 
 @pytest.mark.parametrize(
-    "fixture",
+    "scenario",
     [
-        "workload-too-big-3x1cpu.json",
-        "workload-borrows-one-cpu.json",
-        "workload-gpu-training.json",
+        "too-big-3x1cpu",
+        "borrows-one-cpu",
+        "gpu-training",
     ],
 )
-def test_totals_agree_with_kueue(fixture: str) -> None:
-    workload = load(fixture)
+def test_totals_agree_with_kueue(scenario: str) -> None:
+    workload = load(scenario)
     assert printed(total_requests(spec_podset_requests(workload))) == kueue_totals(workload)
 
 
@@ -79,15 +80,15 @@ def test_init_container_peak_and_sidecars_and_overhead() -> None:
 
 
 @pytest.mark.parametrize(
-    "fixture",
+    "scenario",
     [
-        "workload-too-big-3x1cpu.json",
-        "workload-borrows-one-cpu.json",
-        "workload-gpu-training.json",
+        "too-big-3x1cpu",
+        "borrows-one-cpu",
+        "gpu-training",
     ],
 )
-def test_kueue_view_reads_what_kueue_recorded(fixture: str) -> None:
-    workload = load(fixture)
+def test_kueue_view_reads_what_kueue_recorded(scenario: str) -> None:
+    workload = load(scenario)
     (podset,) = kueue_podset_requests(workload)
     assert podset.source == (
         "status.admission" if workload["status"].get("admission") else "status.resourceRequests"
