@@ -11,9 +11,10 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import strawberry
+from strawberry.extensions import SchemaExtension
 
 from kueue_graphql.core.errors import BadRequestError
 from kueue_graphql.graph.common import metadata
@@ -52,6 +53,30 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     return (str(namespace), str(name))
 
 
+def check_page_arguments(
+    first: int, after: str | None, max_page_size: int
+) -> tuple[str, str] | None:
+    """Refuse a bad page size or cursor; returns the decoded cursor position."""
+    if not 1 <= first <= max_page_size:
+        raise BadRequestError(f"`first` must be between 1 and {max_page_size}")
+    return decode_cursor(after) if after is not None else None
+
+
+class PageArgumentsCheck(SchemaExtension):
+    """Checks `first` and `after` of every list field before its resolver reads anything, so
+    a bad page costs no API call (each list is read whole before it is paged)."""
+
+    def resolve(
+        self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        first = kwargs.get("first")
+        if isinstance(first, int) and not isinstance(first, bool):
+            limits = getattr(info.context, "limits", None)
+            if limits is not None:
+                check_page_arguments(first, kwargs.get("after"), limits.max_page_size)
+        return _next(root, info, *args, **kwargs)
+
+
 def paginate(
     objects: Sequence[JsonObject],
     first: int,
@@ -59,12 +84,10 @@ def paginate(
     max_page_size: int,
     wrap: Callable[[JsonObject], T],
 ) -> Connection[T]:
-    if not 1 <= first <= max_page_size:
-        raise BadRequestError(f"`first` must be between 1 and {max_page_size}")
+    position = check_page_arguments(first, after, max_page_size)
     ordered = sorted(objects, key=_sort_key)
     start = 0
-    if after is not None:
-        position = decode_cursor(after)
+    if position is not None:
         start = next((i for i, o in enumerate(ordered) if _sort_key(o) > position), len(ordered))
     page = ordered[start : start + first]
     has_next = start + first < len(ordered)

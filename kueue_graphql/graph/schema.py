@@ -13,6 +13,7 @@ from strawberry.types import ExecutionContext
 
 from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes, log_errors
+from kueue_graphql.graph.pagination import PageArgumentsCheck
 from kueue_graphql.graph.query import Query
 
 
@@ -44,6 +45,7 @@ def build_schema(limits: QueryLimits | None = None) -> strawberry.Schema:
             functools.partial(MaxTokensLimiter, max_token_count=limits.max_tokens),
             ErrorCodes,
             ApiCallCount,
+            PageArgumentsCheck,
         ],
         config=StrawberryConfig(auto_camel_case=True),
     )

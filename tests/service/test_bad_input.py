@@ -186,6 +186,7 @@ async def test_page_size_out_of_range(server: Server, cluster: Cluster, first: s
     message = body["errors"][0]["message"]
     # In Int range: the service's own bound; beyond it: GraphQL's Int.
     assert "between 1 and 100" in message or "32-bit" in message, message
+    assert body["extensions"]["apiCalls"] == 0  # refused before the list is read
 
 
 @pytest.mark.parametrize(
@@ -199,7 +200,8 @@ async def test_forged_cursor(server: Server, cluster: Cluster, cursor: str) -> N
         {"after": cursor},
         token=cluster.token("viewer"),
     )
-    assert_error(response, 200, "BAD_REQUEST", "invalid cursor")
+    body = assert_error(response, 200, "BAD_REQUEST", "invalid cursor")
+    assert body["extensions"]["apiCalls"] == 0  # refused before the list is read
 
 
 async def test_over_deep_query(server: Server, cluster: Cluster) -> None:
