@@ -169,30 +169,20 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
             flavor=m.group("flavor"),
             numbers=_numbers(("moreNeeded", more.group("v") if more else None)),
         )
-    if m := _TAINT.match(part):
-        flavor = m.group("flavor")
-        return replace(
-            base,
-            code="UntoleratedFlavorTaint",
-            flavor=flavor,
-            object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
-        )
-    if m := _AFFINITY.match(part):
-        flavor = m.group("flavor")
-        return replace(
-            base,
-            code="FlavorNodeAffinityMismatch",
-            flavor=flavor,
-            object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
-        )
-    if m := _FLAVOR_NOT_FOUND.match(part):
-        flavor = m.group("flavor")
-        return replace(
-            base,
-            code="FlavorNotFound",
-            flavor=flavor,
-            object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
-        )
+    # Messages whose culprit is the flavor itself.
+    for pattern, code in (
+        (_TAINT, "UntoleratedFlavorTaint"),
+        (_AFFINITY, "FlavorNodeAffinityMismatch"),
+        (_FLAVOR_NOT_FOUND, "FlavorNotFound"),
+    ):
+        if m := pattern.match(part):
+            flavor = m.group("flavor")
+            return replace(
+                base,
+                code=code,
+                flavor=flavor,
+                object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
+            )
     if m := _RESOURCE_UNAVAILABLE.match(part):
         return replace(base, code="ResourceNotCovered", resource=m.group("res"))
     return base

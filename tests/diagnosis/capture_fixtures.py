@@ -76,9 +76,10 @@ def _kubeconfig(user: str) -> str:
     return str(STATE / "users" / f"{user}.kubeconfig")
 
 
-def kubectl_json(*args: str, user: str = "admin") -> Any:
+def _kubectl_json(args: list[str], user: str) -> Any:
+    """Run kubectl as `user`; NotFound and Forbidden become exceptions the capture records."""
     proc = subprocess.run(
-        [KUBECTL, "--kubeconfig", _kubeconfig(user), *args, "-o", "json"],
+        [KUBECTL, "--kubeconfig", _kubeconfig(user), *args],
         capture_output=True,
         text=True,
         env=ENV,
@@ -93,21 +94,12 @@ def kubectl_json(*args: str, user: str = "admin") -> Any:
     return _strip(json.loads(proc.stdout))
 
 
+def kubectl_json(*args: str, user: str = "admin") -> Any:
+    return _kubectl_json([*args, "-o", "json"], user)
+
+
 def raw_json(path: str, user: str = "admin") -> Any:
-    proc = subprocess.run(
-        [KUBECTL, "--kubeconfig", _kubeconfig(user), "get", "--raw", path],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        check=False,
-    )
-    if proc.returncode != 0:
-        if "(NotFound)" in proc.stderr or "not found" in proc.stderr:
-            raise NotFoundError(proc.stderr.strip())
-        if "(Forbidden)" in proc.stderr or "forbidden" in proc.stderr:
-            raise ForbiddenError(proc.stderr.strip())
-        raise RuntimeError(f"get --raw {path}: {proc.stderr.strip()}")
-    return _strip(json.loads(proc.stdout))
+    return _kubectl_json(["get", "--raw", path], user)
 
 
 def _strip(obj: Any) -> Any:
