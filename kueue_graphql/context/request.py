@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
-from kueue_graphql.kube.reads import RequestReads
+from kueue_graphql.lookups import ApiServerReader, KueueReader
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class LazyIdentity:
 
 @dataclass
 class RequestContext:
-    reads: RequestReads
+    reads: KueueReader
     meter: ApiCallMeter
     identity: LazyIdentity
     limits: RequestLimits
@@ -62,5 +62,5 @@ class RequestContext:
             budget=limits.api_call_budget, deadline=time.monotonic() + limits.deadline_seconds
         )
         identity = LazyIdentity(lambda: authenticate(meter))
-        reads = RequestReads(client, authorizer, identity, impersonate=impersonate, meter=meter)
+        reads = ApiServerReader(client, authorizer, identity, impersonate=impersonate, meter=meter)
         return cls(reads=reads, meter=meter, identity=identity, limits=limits)

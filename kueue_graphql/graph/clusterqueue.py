@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any
@@ -19,15 +18,13 @@ from kueue_graphql.graph.common import (
     field,
     flavor_usages,
     maybe_quantity,
-    metadata,
     reads,
     spec,
     status,
 )
 from kueue_graphql.graph.pagination import Connection, paginate
-from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.reads import RequestReads
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD
+from kueue_graphql.kube.resources import CLUSTER_QUEUE
+from kueue_graphql.lookups import flavor_names
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.cohort import Cohort
@@ -95,46 +92,6 @@ def resource_groups(groups: Sequence[Mapping[str, Any]] | None) -> list[Resource
                 flavors=flavors,
             )
         )
-    return result
-
-
-def flavor_names(cluster_queue: JsonObject) -> set[str]:
-    return {
-        str(flavor.get("name"))
-        for group in spec(cluster_queue).get("resourceGroups") or []
-        for flavor in group.get("flavors") or []
-    }
-
-
-async def workloads_in_cluster_queue(
-    reads_: RequestReads, cluster_queue: str, workloads: Sequence[JsonObject]
-) -> list[JsonObject]:
-    """Workloads admitted to `cluster_queue`, or pending in one of its LocalQueues.
-
-    Pending Workloads carry no ClusterQueue name, so each one's LocalQueue is looked up (one
-    read per distinct LocalQueue, batched by the request's loader).
-    """
-    queue_keys: set[tuple[str, str]] = {
-        (str(metadata(w).get("namespace")), str(spec(w).get("queueName")))
-        for w in workloads
-        if not (status(w).get("admission") or {}).get("clusterQueue") and spec(w).get("queueName")
-    }
-    ordered = sorted(queue_keys, key=str)
-    found = await asyncio.gather(
-        *(reads_.find(LOCAL_QUEUE, ns, name) for ns, name in ordered), return_exceptions=True
-    )
-    queue_target = {
-        key: spec(lq).get("clusterQueue") if isinstance(lq, dict) else None
-        for key, lq in zip(ordered, found, strict=True)
-    }
-    result = []
-    for workload in workloads:
-        admitted_in = (status(workload).get("admission") or {}).get("clusterQueue")
-        key = (str(metadata(workload).get("namespace")), str(spec(workload).get("queueName")))
-        if admitted_in == cluster_queue or (
-            not admitted_in and queue_target.get(key) == cluster_queue
-        ):
-            result.append(workload)
     return result
 
 
@@ -228,10 +185,8 @@ class ClusterQueue(KubeObject):
     ) -> list[Annotated[LocalQueue, strawberry.lazy("kueue_graphql.graph.localqueue")]] | None:
         from kueue_graphql.graph.localqueue import LocalQueue
 
-        items = await reads(info).list_objects(LOCAL_QUEUE)
-        return [
-            LocalQueue.from_json(q) for q in items if spec(q).get("clusterQueue") == self.ref_name
-        ]
+        items = await reads(info).local_queues(cluster_queue=self.ref_name)
+        return [LocalQueue.from_json(q) for q in items]
 
     @field(description="Workloads admitted here or pending in one of its LocalQueues.")
     async def workloads(
@@ -240,11 +195,11 @@ class ClusterQueue(KubeObject):
         status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
         | None = None,
     ) -> list[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
-        from kueue_graphql.graph.workload import Workload, matches
+        from kueue_graphql.graph.workload import Workload
 
-        reads_ = reads(info)
-        candidates = [w for w in await reads_.list_objects(WORKLOAD) if matches(w, status, None)]
-        mine = await workloads_in_cluster_queue(reads_, self.ref_name, candidates)
+        mine = await reads(info).workloads(
+            cluster_queue=self.ref_name, status=status.value if status is not None else None
+        )
         return [Workload.from_json(w) for w in mine]
 
 
@@ -258,11 +213,7 @@ class ClusterQueueQuery:
     async def cluster_queues(
         self, info: Info, first: int, after: str | None = None, cohort: str | None = None
     ) -> Connection[ClusterQueue] | None:
-        items = [
-            q
-            for q in await reads(info).list_objects(CLUSTER_QUEUE)
-            if cohort is None or spec(q).get("cohortName") == cohort
-        ]
+        items = await reads(info).cluster_queues(cohort=cohort)
         return paginate(
             items, first, after, info.context.limits.max_page_size, ClusterQueue.from_json
         )

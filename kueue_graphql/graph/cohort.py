@@ -11,7 +11,7 @@ from kueue_graphql.graph.clusterqueue import ClusterQueue, ResourceGroup, resour
 from kueue_graphql.graph.common import JSON, Info, as_json, field, metadata, reads, spec
 from kueue_graphql.graph.pagination import Connection, paginate
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT
+from kueue_graphql.kube.resources import COHORT
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.event import Event
@@ -58,19 +58,14 @@ class Cohort:
 
     @field(description="ClusterQueues whose `cohortName` is this cohort.")
     async def members(self, info: Info) -> list[ClusterQueue] | None:
-        items = await reads(info).list_objects(CLUSTER_QUEUE)
-        return [ClusterQueue.from_json(q) for q in items if spec(q).get("cohortName") == self.name]
+        items = await reads(info).cluster_queues(cohort=self.name)
+        return [ClusterQueue.from_json(q) for q in items]
 
     @field(description="Cohorts whose `parentName` is this cohort.")
     async def children(self, info: Info) -> list[Cohort] | None:
-        items = await reads(info).list_objects(COHORT)
+        items = await reads(info).child_cohorts(self.name)
         return sorted(
-            (
-                Cohort(name=str(metadata(c).get("name")))
-                for c in items
-                if spec(c).get("parentName") == self.name
-            ),
-            key=lambda c: c.name,
+            (Cohort(name=str(metadata(c).get("name"))) for c in items), key=lambda c: c.name
         )
 
     @strawberry.field
@@ -85,27 +80,13 @@ class Cohort:
         return [Event.from_json(e) for e in await reads(info).events_for(obj)]
 
 
-async def all_cohort_names(info: Info) -> list[str]:
-    """Explicit cohorts, their parents, and every cohortName a ClusterQueue uses."""
-    reads_ = reads(info)
-    names = set()
-    for cohort in await reads_.list_objects(COHORT):
-        names.add(str(metadata(cohort).get("name")))
-        if spec(cohort).get("parentName"):
-            names.add(str(spec(cohort)["parentName"]))
-    for queue in await reads_.list_objects(CLUSTER_QUEUE):
-        if spec(queue).get("cohortName"):
-            names.add(str(spec(queue)["cohortName"]))
-    return sorted(names)
-
-
 @strawberry.type
 class CohortQuery:
     @field(description="A cohort by name, explicit or implicit.")
     async def cohort(self, info: Info, name: str) -> Cohort | None:
         if await reads(info).find(COHORT, None, name) is not None:
             return Cohort(name=name)
-        if name in await all_cohort_names(info):
+        if name in await reads(info).cohort_names():
             return Cohort(name=name)
         raise NotFoundError("Cohort", name)
 
@@ -114,7 +95,7 @@ class CohortQuery:
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[Cohort] | None:
         # Implicit cohorts have no object; paginate over name-only stand-ins.
-        named = [{"metadata": {"name": n}} for n in await all_cohort_names(info)]
+        named = [{"metadata": {"name": n}} for n in await reads(info).cohort_names()]
         return paginate(
             named,
             first,

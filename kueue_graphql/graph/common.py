@@ -10,13 +10,13 @@ import strawberry
 
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.quantity import Quantity, decimal_text, format_quantity, parse_quantity
-from kueue_graphql.kube.reads import RequestReads
+from kueue_graphql.lookups import KueueReader
 
 Info = strawberry.Info[RequestContext, None]
 JSON = strawberry.scalars.JSON
 
 
-def reads(info: Info) -> RequestReads:
+def reads(info: Info) -> KueueReader:
     return info.context.reads
 
 

@@ -1,62 +1,39 @@
 """`Workload.diagnosis` and the root `diagnose`: "why is my job waiting?" as data.
 
-The objects are loaded through the request's reads, as the calling user: a read the API server
-(or the access check) refuses becomes a Forbidden marker, a missing object an Absent marker, and
-the pure `kueue_graphql.diagnosis` turns what the caller could read into the verdict. Nothing
-here decides anything; it only loads and translates.
+The input is loaded as the calling user by `kueue_graphql.lookups.diagnosis`; the pure
+`kueue_graphql.diagnosis` turns it into the verdict, and the types here only translate it.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Sequence
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import strawberry
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.core.quantity import decimal_text
 from kueue_graphql.diagnosis.quantity import format_quantity
 from kueue_graphql.graph.admissioncheck import AdmissionCheck
 from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.cohort import Cohort
-from kueue_graphql.graph.common import Info, field, metadata, reads, spec, status
+from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.job import Job
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.node import Node
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
-from kueue_graphql.graph.workload import Workload, find_workload_for
-from kueue_graphql.kube.authz import Access
-from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.reads import RequestReads
-from kueue_graphql.kube.resources import (
-    ADMISSION_CHECK,
-    CLUSTER_QUEUE,
-    COHORT,
-    LOCAL_QUEUE,
-    NODE,
-    OWNER_KINDS,
-    POD,
-    RESOURCE_FLAVOR,
-    VISIBILITY_LOCAL_QUEUE,
-    WORKLOAD,
-)
+from kueue_graphql.graph.workload import Workload
+from kueue_graphql.lookups import diagnosis_input_for_owner
 
 __all__ = [
     "WHY_QUERY",
     "Diagnosis",
     "DiagnosisQuery",
     "diagnose_workload",
-    "load_input",
     "render_text",
 ]
-
-T = TypeVar("T")
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 
 # The pure diagnosis' enums, registered as GraphQL enums (strawberry.enum returns the class).
 strawberry.enum(
@@ -382,187 +359,8 @@ class Diagnosis:
         return list(self.result.commands)
 
 
-# -- loading, as the caller --------------------------------------------------------------------
-
-
-ObservedObject = JsonObject | dx.Forbidden | dx.Absent
-ObservedList = list[JsonObject] | dx.Forbidden | dx.Absent
-
-
-def _ready(value: T) -> asyncio.Future[T]:
-    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-    future.set_result(value)
-    return future
-
-
-async def _observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
-    try:
-        return await read
-    except ForbiddenError as error:
-        return dx.Forbidden(str(error))
-    except NotFoundError as error:
-        return dx.Absent(str(error))
-
-
-def _known(value: object) -> JsonObject | None:
-    return None if isinstance(value, dx.Forbidden | dx.Absent) else value  # type: ignore[return-value]
-
-
-async def _events(
-    reads_: RequestReads, objects: Sequence[JsonObject]
-) -> list[JsonObject] | dx.Forbidden | dx.Absent:
-    try:
-        lists = await asyncio.gather(*(reads_.events_for(o) for o in objects))
-    except ForbiddenError as error:
-        return dx.Forbidden(str(error))
-    return [e for events in lists for e in events]
-
-
-async def _pods(
-    reads_: RequestReads, namespace: str, owner: JsonObject | None, workload: JsonObject | None
-) -> list[JsonObject]:
-    owner_uid = metadata(owner).get("uid") if owner else None
-    if owner is not None and owner.get("kind") == "Job" and owner_uid:
-        selector = f"{CONTROLLER_UID_LABEL}={owner_uid}"
-        return await reads_.list_objects(POD, namespace, label_selector=selector)
-    if owner is None and workload is None:
-        return []
-    # Any other owner kind: its Pods are found by ownerReference in the diagnosis.
-    return await reads_.list_objects(POD, namespace)
-
-
-async def _queue_position(
-    reads_: RequestReads, namespace: str, workload: JsonObject
-) -> JsonObject | dx.Forbidden | dx.Absent:
-    queue = spec(workload).get("queueName")
-    reserved = any(
-        c.get("type") == "QuotaReserved" and c.get("status") == "True"
-        for c in status(workload).get("conditions") or []
-    )
-    if not queue or reserved:
-        return dx.Absent("not pending")
-    access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, queue, "pendingworkloads")
-    if not await reads_.may(access):
-        return dx.Forbidden(f"may not get localqueues/pendingworkloads {namespace}/{queue}")
-    pending = await reads_.pending_in_local_queue(namespace, queue)
-    if pending is None:
-        return dx.Absent("Kueue's visibility API gave no pending list for this LocalQueue")
-    name = metadata(workload).get("name")
-    for item in pending:
-        if metadata(item).get("name") == name:
-            return item
-    return dx.Absent("not in the LocalQueue's pending list")
-
-
-def _quota_message(workload: JsonObject | None) -> str:
-    for c in status(workload or {}).get("conditions") or []:
-        if c.get("type") == "QuotaReserved" and c.get("status") != "True":
-            return str(c.get("message") or "")
-    return ""
-
-
-async def load_input(
-    reads_: RequestReads,
-    namespace: str,
-    owner: ObservedObject,
-    workload: ObservedObject,
-) -> dx.DiagnosisInput:
-    """Everything the diagnosis looks at, read as the caller.
-
-    Three rounds, each started at once so the request's DataLoaders batch them: the queue,
-    Pods, queue position and Events; then the ClusterQueue and, for Pods kube-scheduler has not
-    placed, their Events and the Nodes; then, only for a ClusterQueue in a cohort, the other
-    ClusterQueues and Cohorts. ResourceFlavors and AdmissionChecks only when a reason names one.
-    What the diagnosis cannot use is not read.
-    """
-    owner_obj, workload_obj = _known(owner), _known(workload)
-    queue = spec(workload_obj or {}).get("queueName") or (
-        (metadata(owner_obj or {}).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
-    )
-
-    local_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no queue name"))
-    if queue:
-        local_queue = asyncio.ensure_future(_observe(reads_.get(LOCAL_QUEUE, namespace, queue)))
-    pods_read: asyncio.Future[ObservedList] = asyncio.ensure_future(
-        _observe(_pods(reads_, namespace, owner_obj, workload_obj))
-    )
-    position_read: asyncio.Future[ObservedObject] = _ready(dx.Absent("no Workload"))
-    if workload_obj is not None:
-        position_read = asyncio.ensure_future(_queue_position(reads_, namespace, workload_obj))
-    # The Workload's Events carry Kueue's reasons; the owner's matter only while there is no
-    # Workload (e.g. Kueue failing to create one).
-    about = [workload_obj] if workload_obj is not None else [o for o in (owner_obj,) if o]
-    events_read = asyncio.ensure_future(_events(reads_, about))
-    await asyncio.gather(local_queue, pods_read, position_read, events_read)
-    pods = pods_read.result()
-
-    admitted_in = (status(workload_obj or {}).get("admission") or {}).get("clusterQueue")
-    lq = _known(local_queue.result())
-    cq_name = admitted_in or (spec(lq).get("clusterQueue") if lq else None)
-    unplaced = [p for p in (pods if isinstance(pods, list) else []) if not spec(p).get("nodeName")]
-
-    cluster_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no ClusterQueue name"))
-    if cq_name:
-        cluster_queue = asyncio.ensure_future(
-            _observe(reads_.get(CLUSTER_QUEUE, None, str(cq_name)))
-        )
-    nodes: asyncio.Future[ObservedList] = _ready(dx.Absent("no unplaced Pod"))
-    pod_events: asyncio.Future[ObservedList] = _ready([])
-    if unplaced:
-        nodes = asyncio.ensure_future(_observe(reads_.list_objects(NODE)))
-        pod_events = asyncio.ensure_future(_events(reads_, unplaced))
-    # Flavors make a taint remedy exact; AdmissionChecks say who decides a pending check.
-    flavors: asyncio.Future[ObservedList] = _ready(dx.Absent("no flavor in question"))
-    if "in flavor " in _quota_message(workload_obj):
-        flavors = asyncio.ensure_future(_observe(reads_.list_objects(RESOURCE_FLAVOR)))
-    checks: asyncio.Future[ObservedList] = _ready(dx.Absent("no admission checks"))
-    if status(workload_obj or {}).get("admissionChecks"):
-        checks = asyncio.ensure_future(_observe(reads_.list_objects(ADMISSION_CHECK)))
-    await asyncio.gather(cluster_queue, nodes, pod_events, flavors, checks)
-
-    cluster_queues: ObservedList = dx.Absent("not in a cohort")
-    cohorts: ObservedList = dx.Absent("not in a cohort")
-    cq = _known(cluster_queue.result())
-    if cq is not None and spec(cq).get("cohortName"):
-        cluster_queues, cohorts = await asyncio.gather(
-            _observe(reads_.list_objects(CLUSTER_QUEUE)), _observe(reads_.list_objects(COHORT))
-        )
-
-    events, more_events = events_read.result(), pod_events.result()
-    if isinstance(events, list) and isinstance(more_events, list):
-        events = events + more_events
-    return dx.DiagnosisInput(
-        owner=owner,
-        workload=workload,
-        events=events,
-        pods=pods,
-        local_queue=local_queue.result(),
-        cluster_queue=cluster_queue.result(),
-        cluster_queues=cluster_queues,
-        cohorts=cohorts,
-        resource_flavors=flavors.result(),
-        admission_checks=checks.result(),
-        nodes=nodes.result(),
-        queue_position=position_read.result(),
-    )
-
-
-def _owner_kind_of(workload: JsonObject) -> tuple[str, str] | None:
-    for ref in metadata(workload).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("kind", "")), str(ref.get("name", ""))
-    return None
-
-
-async def diagnose_workload(info: Info, workload: JsonObject) -> Diagnosis:
-    reads_ = reads(info)
-    namespace = str(metadata(workload).get("namespace", ""))
-    owner: JsonObject | dx.Forbidden | dx.Absent = dx.Absent("no owner")
-    owned_by = _owner_kind_of(workload)
-    if owned_by is not None and owned_by[0] in OWNER_KINDS:
-        owner = await _observe(reads_.get(OWNER_KINDS[owned_by[0]], namespace, owned_by[1]))
-    inp = await load_input(reads_, namespace, owner, workload)
-    return Diagnosis(result=dx.diagnose(inp))
+def diagnose_workload(workload_input: dx.DiagnosisInput) -> Diagnosis:
+    return Diagnosis(result=dx.diagnose(workload_input))
 
 
 @strawberry.type
@@ -572,23 +370,9 @@ class DiagnosisQuery:
         'manages) or from the Workload itself (kind "Workload").'
     )
     async def diagnose(self, info: Info, namespace: str, kind: str, name: str) -> Diagnosis | None:
-        reads_ = reads(info)
-        if kind == "Workload":
-            return await diagnose_workload(info, await reads_.get(WORKLOAD, namespace, name))
-        owner: JsonObject | dx.Forbidden | dx.Absent = dx.Absent(f"no {kind} resource known")
-        resource = OWNER_KINDS.get(kind)
-        if resource is not None:
-            owner = await _observe(reads_.get(resource, namespace, name))
-        workload = await _observe(find_workload_for(reads_, namespace, kind, name))
-        if not isinstance(owner, dict) and not isinstance(workload, dict):
-            # Neither readable: say so (or that nothing exists), never diagnose blind.
-            if isinstance(owner, dx.Forbidden) and resource is not None:
-                raise ForbiddenError("get", resource.group, resource.plural, namespace, name)
-            if isinstance(workload, dx.Forbidden):
-                raise ForbiddenError("list", WORKLOAD.group, WORKLOAD.plural, namespace)
-            raise NotFoundError(kind, name, namespace)
-        inp = await load_input(reads_, namespace, owner, workload)
-        return Diagnosis(result=dx.diagnose(inp))
+        return diagnose_workload(
+            await diagnosis_input_for_owner(reads(info), namespace, kind, name)
+        )
 
 
 # -- the query behind `kueue-graphql why`, and its human-readable rendering ------------------

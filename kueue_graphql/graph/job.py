@@ -89,11 +89,11 @@ class Job(KubeObject):
     async def workload(
         self, info: Info
     ) -> Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")] | None:
-        from kueue_graphql.graph.workload import Workload, find_workload_for
+        from kueue_graphql.graph.workload import Workload
 
         try:
-            found = await find_workload_for(
-                reads(info), self.ref_namespace or "", "Job", self.ref_name
+            found = await reads(info).workload_for_owner(
+                self.ref_namespace or "", "Job", self.ref_name
             )
         except NotFoundError:
             return None

@@ -20,7 +20,7 @@ from kueue_graphql.graph.common import (
     status,
 )
 from kueue_graphql.graph.pagination import Connection, paginate
-from kueue_graphql.kube.resources import LOCAL_QUEUE, WORKLOAD
+from kueue_graphql.kube.resources import LOCAL_QUEUE
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -83,10 +83,14 @@ class LocalQueue(KubeObject):
         status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
         | None = None,
     ) -> list[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
-        from kueue_graphql.graph.workload import Workload, matches
+        from kueue_graphql.graph.workload import Workload
 
-        items = await reads(info).list_objects(WORKLOAD, self.ref_namespace)
-        return [Workload.from_json(w) for w in items if matches(w, status, self.ref_name)]
+        items = await reads(info).workloads(
+            self.ref_namespace,
+            local_queue=self.ref_name,
+            status=status.value if status is not None else None,
+        )
+        return [Workload.from_json(w) for w in items]
 
 
 @strawberry.type
@@ -104,11 +108,7 @@ class LocalQueueQuery:
         namespace: str | None = None,
         cluster_queue: str | None = None,
     ) -> Connection[LocalQueue] | None:
-        items = [
-            q
-            for q in await reads(info).list_objects(LOCAL_QUEUE, namespace)
-            if cluster_queue is None or spec(q).get("clusterQueue") == cluster_queue
-        ]
+        items = await reads(info).local_queues(namespace, cluster_queue=cluster_queue)
         return paginate(
             items, first, after, info.context.limits.max_page_size, LocalQueue.from_json
         )

@@ -20,7 +20,7 @@ from kueue_graphql.graph.common import (
     tolerations,
 )
 from kueue_graphql.graph.pagination import Connection, paginate
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, NODE, RESOURCE_FLAVOR
+from kueue_graphql.kube.resources import NODE, RESOURCE_FLAVOR
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -61,10 +61,10 @@ class ResourceFlavor(KubeObject):
     async def cluster_queues(
         self, info: Info
     ) -> list[Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")]] | None:
-        from kueue_graphql.graph.clusterqueue import ClusterQueue, flavor_names
+        from kueue_graphql.graph.clusterqueue import ClusterQueue
 
-        items = await reads(info).list_objects(CLUSTER_QUEUE)
-        return [ClusterQueue.from_json(q) for q in items if self.ref_name in flavor_names(q)]
+        items = await reads(info).cluster_queues(flavor=self.ref_name)
+        return [ClusterQueue.from_json(q) for q in items]
 
     @field(description="Nodes carrying all of this flavor's `nodeLabels`.")
     async def nodes(

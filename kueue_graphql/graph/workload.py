@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 
 from kueue_graphql.core.conditions import workload_status
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.core.requests import spec_podset_requests, total_requests
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
@@ -28,8 +27,8 @@ from kueue_graphql.graph.common import (
 )
 from kueue_graphql.graph.pagination import Connection, paginate
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.reads import RequestReads
-from kueue_graphql.kube.resources import LOCAL_QUEUE, OWNER_KINDS, WORKLOAD
+from kueue_graphql.kube.resources import WORKLOAD
+from kueue_graphql.lookups import diagnosis_input_for_workload
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -37,8 +36,6 @@ if TYPE_CHECKING:
     from kueue_graphql.graph.job import Job
     from kueue_graphql.graph.localqueue import LocalQueue
     from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
-
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
 
 @strawberry.enum(description="kueuectl's workload status: the furthest stage reached.")
@@ -129,25 +126,6 @@ def _controller_owner(obj: JsonObject) -> dict[str, Any] | None:
         if owner.get("controller"):
             return dict(owner)
     return dict(owners[0]) if owners else None
-
-
-async def cluster_queue_name(reads_: RequestReads, workload: JsonObject) -> str | None:
-    """The ClusterQueue a Workload is (or would be) in, without reading the ClusterQueue.
-
-    Admitted: `status.admission.clusterQueue`. Pending: its LocalQueue's `spec.clusterQueue`,
-    which a namespace tenant may read even when the ClusterQueue itself is off limits.
-    """
-    admitted_in = (status(workload).get("admission") or {}).get("clusterQueue")
-    if admitted_in:
-        return str(admitted_in)
-    queue_name = spec(workload).get("queueName")
-    if not queue_name:
-        return None
-    local_queue = await reads_.find(LOCAL_QUEUE, metadata(workload).get("namespace"), queue_name)
-    if local_queue is None:
-        return None
-    name = spec(local_queue).get("clusterQueue")
-    return str(name) if name else None
 
 
 @strawberry.type(description="kueue.x-k8s.io/v1beta2 Workload.")
@@ -311,7 +289,7 @@ class Workload(KubeObject):
     ) -> Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")] | None:
         from kueue_graphql.graph.clusterqueue import ClusterQueue
 
-        name = await cluster_queue_name(reads(info), await self.obj(info))
+        name = await reads(info).cluster_queue_name_of(await self.obj(info))
         return ClusterQueue.ref(name) if name else None
 
     @strawberry.field
@@ -334,7 +312,9 @@ class Workload(KubeObject):
     ) -> Annotated[Diagnosis, strawberry.lazy("kueue_graphql.graph.diagnosis")] | None:
         from kueue_graphql.graph.diagnosis import diagnose_workload
 
-        return await diagnose_workload(info, await self.obj(info))
+        return diagnose_workload(
+            await diagnosis_input_for_workload(reads(info), await self.obj(info))
+        )
 
     @field(description="The owning batch/v1 Job, when the owner is one.")
     async def job(
@@ -352,48 +332,6 @@ class Workload(KubeObject):
         return None
 
 
-def matches(obj: JsonObject, status_filter: WorkloadStatus | None, local_queue: str | None) -> bool:
-    if status_filter is not None and workload_status(obj) != status_filter.value:
-        return False
-    return local_queue is None or spec(obj).get("queueName") == local_queue
-
-
-async def find_workload_for(
-    reads_: RequestReads, namespace: str, kind: str, name: str
-) -> JsonObject:
-    """The Workload a Job (or other owner) made, found by owner uid label when possible."""
-    owner_resource = OWNER_KINDS.get(kind)
-    owner_uid: str | None = None
-    if owner_resource is not None:
-        try:
-            owner = await reads_.get(owner_resource, namespace, name)
-            owner_uid = metadata(owner).get("uid")
-        except ForbiddenError:
-            # A caller may read Workloads without reading their owners: match by owner
-            # name instead of by the owner's uid label.
-            owner_uid = None
-    if owner_uid:
-        candidates = await reads_.list_objects(
-            WORKLOAD, namespace, label_selector=f"{JOB_UID_LABEL}={owner_uid}"
-        )
-    else:
-        candidates = await reads_.list_objects(WORKLOAD, namespace)
-
-    def owned(workload: JsonObject) -> bool:
-        for ref in metadata(workload).get("ownerReferences") or []:
-            if owner_uid and ref.get("uid") == owner_uid:
-                return True
-            if not owner_uid and ref.get("kind") == kind and ref.get("name") == name:
-                return True
-        return False
-
-    mine = [w for w in candidates if owned(w)]
-    if not mine:
-        raise NotFoundError(f"Workload for {kind}", name, namespace)
-    # A re-created owner can leave older Workloads behind: the newest one is the live one.
-    return max(mine, key=lambda w: str(metadata(w).get("creationTimestamp", "")))
-
-
 @strawberry.type
 class WorkloadQuery:
     @strawberry.field
@@ -407,7 +345,7 @@ class WorkloadQuery:
     async def workload_for(
         self, info: Info, namespace: str, kind: str, name: str
     ) -> Workload | None:
-        return Workload.from_json(await find_workload_for(reads(info), namespace, kind, name))
+        return Workload.from_json(await reads(info).workload_for_owner(namespace, kind, name))
 
     @field(description="Workloads, optionally of one namespace / LocalQueue / status.")
     async def workloads(
@@ -420,14 +358,10 @@ class WorkloadQuery:
         cluster_queue: str | None = None,
         status: WorkloadStatus | None = None,
     ) -> Connection[Workload] | None:
-        reads_ = reads(info)
-        items = [
-            w
-            for w in await reads_.list_objects(WORKLOAD, namespace)
-            if matches(w, status, local_queue)
-        ]
-        if cluster_queue is not None:
-            from kueue_graphql.graph.clusterqueue import workloads_in_cluster_queue
-
-            items = await workloads_in_cluster_queue(reads_, cluster_queue, items)
+        items = await reads(info).workloads(
+            namespace,
+            local_queue=local_queue,
+            cluster_queue=cluster_queue,
+            status=status.value if status is not None else None,
+        )
         return paginate(items, first, after, info.context.limits.max_page_size, Workload.from_json)

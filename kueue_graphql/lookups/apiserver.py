@@ -1,0 +1,153 @@
+"""Lookups answered by reading from the API server for every request, as the caller.
+
+This is the `impersonate` read mode (and the CLI's): the service holds no object data, and the
+API server enforces RBAC on every read. Filters Kueue cannot select on server-side (status,
+queue) are applied to the listed objects here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.reads import RequestReads
+from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, OWNER_KINDS, WORKLOAD
+from kueue_graphql.lookups.selection import (
+    admitted_cluster_queue,
+    flavor_names,
+    newest,
+    owned_by,
+    workload_matches,
+)
+
+# Kueue labels a Job's Workload with the Job's uid (kueue.x-k8s.io/job-uid).
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+
+def _meta(obj: JsonObject) -> JsonObject:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj: JsonObject) -> JsonObject:
+    return obj.get("spec") or {}
+
+
+class ApiServerReader(RequestReads):
+    """`KueueReader` over per-request, impersonated API reads (see RequestReads)."""
+
+    async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
+        owner_resource = OWNER_KINDS.get(kind)
+        owner_uid: str | None = None
+        if owner_resource is not None:
+            try:
+                owner_uid = _meta(await self.get(owner_resource, namespace, name)).get("uid")
+            except ForbiddenError:
+                # A caller may read Workloads without reading their owners: match by owner
+                # name instead of by the owner's uid label.
+                owner_uid = None
+        selector = f"{JOB_UID_LABEL}={owner_uid}" if owner_uid else None
+        candidates = await self.list_objects(WORKLOAD, namespace, label_selector=selector)
+        mine = [w for w in candidates if owned_by(w, owner_uid, kind, name)]
+        if not mine:
+            raise NotFoundError(f"Workload for {kind}", name, namespace)
+        # A re-created owner can leave older Workloads behind: the newest one is the live one.
+        return newest(mine)
+
+    async def workloads(
+        self,
+        namespace: str | None = None,
+        *,
+        local_queue: str | None = None,
+        cluster_queue: str | None = None,
+        status: str | None = None,
+    ) -> list[JsonObject]:
+        items = [
+            w
+            for w in await self.list_objects(WORKLOAD, namespace)
+            if workload_matches(w, status, local_queue)
+        ]
+        if cluster_queue is None:
+            return items
+        return await self._in_cluster_queue(cluster_queue, items)
+
+    async def _in_cluster_queue(
+        self, cluster_queue: str, workloads: list[JsonObject]
+    ) -> list[JsonObject]:
+        """Workloads admitted to `cluster_queue`, or pending in one of its LocalQueues.
+
+        Pending Workloads carry no ClusterQueue name, so each one's LocalQueue is looked up (one
+        read per distinct LocalQueue, batched by the request's loader).
+        """
+        queue_keys = sorted(
+            {
+                (str(_meta(w).get("namespace")), str(_spec(w).get("queueName")))
+                for w in workloads
+                if not admitted_cluster_queue(w) and _spec(w).get("queueName")
+            }
+        )
+        found = await asyncio.gather(
+            *(self.find(LOCAL_QUEUE, ns, name) for ns, name in queue_keys), return_exceptions=True
+        )
+        queue_target = {
+            key: _spec(lq).get("clusterQueue") if isinstance(lq, dict) else None
+            for key, lq in zip(queue_keys, found, strict=True)
+        }
+        result = []
+        for workload in workloads:
+            admitted_in = admitted_cluster_queue(workload)
+            key = (str(_meta(workload).get("namespace")), str(_spec(workload).get("queueName")))
+            if admitted_in == cluster_queue or (
+                not admitted_in and queue_target.get(key) == cluster_queue
+            ):
+                result.append(workload)
+        return result
+
+    async def cluster_queue_name_of(self, workload: JsonObject) -> str | None:
+        # Admitted: `status.admission.clusterQueue`. Pending: its LocalQueue's
+        # `spec.clusterQueue`, which a namespace tenant may read even when the ClusterQueue
+        # itself is off limits.
+        admitted_in = admitted_cluster_queue(workload)
+        if admitted_in:
+            return admitted_in
+        queue_name = _spec(workload).get("queueName")
+        if not queue_name:
+            return None
+        local_queue = await self.find(LOCAL_QUEUE, _meta(workload).get("namespace"), queue_name)
+        if local_queue is None:
+            return None
+        name = _spec(local_queue).get("clusterQueue")
+        return str(name) if name else None
+
+    async def local_queues(
+        self, namespace: str | None = None, *, cluster_queue: str | None = None
+    ) -> list[JsonObject]:
+        return [
+            q
+            for q in await self.list_objects(LOCAL_QUEUE, namespace)
+            if cluster_queue is None or _spec(q).get("clusterQueue") == cluster_queue
+        ]
+
+    async def cluster_queues(
+        self, *, cohort: str | None = None, flavor: str | None = None
+    ) -> list[JsonObject]:
+        return [
+            q
+            for q in await self.list_objects(CLUSTER_QUEUE)
+            if (cohort is None or _spec(q).get("cohortName") == cohort)
+            and (flavor is None or flavor in flavor_names(q))
+        ]
+
+    async def child_cohorts(self, cohort: str) -> list[JsonObject]:
+        return [c for c in await self.list_objects(COHORT) if _spec(c).get("parentName") == cohort]
+
+    async def cohort_names(self) -> list[str]:
+        names = set()
+        for cohort in await self.list_objects(COHORT):
+            names.add(str(_meta(cohort).get("name")))
+            if _spec(cohort).get("parentName"):
+                names.add(str(_spec(cohort)["parentName"]))
+        for queue in await self.list_objects(CLUSTER_QUEUE):
+            if _spec(queue).get("cohortName"):
+                names.add(str(_spec(queue)["cohortName"]))
+        return sorted(names)

@@ -1,0 +1,85 @@
+"""The interface every read mode offers the resolvers."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.authz import Access
+from kueue_graphql.kube.client import ApiCallMeter, JsonObject
+from kueue_graphql.kube.resources import Resource
+
+
+class KueueReader(Protocol):
+    """Reads for one request, as one caller.
+
+    Every method answers only what the caller may see: a refused read raises ForbiddenError
+    (naming the verb kubectl would need), a missing object NotFoundError. Lists are ordered by
+    (namespace, name).
+    """
+
+    meter: ApiCallMeter
+
+    async def identity(self) -> Identity: ...
+
+    async def may(self, access: Access) -> bool: ...
+
+    # -- objects and lists, as `kubectl get` would show them ---------------------------------
+
+    async def get(self, resource: Resource, namespace: str | None, name: str) -> JsonObject: ...
+
+    async def find(
+        self, resource: Resource, namespace: str | None, name: str
+    ) -> JsonObject | None: ...
+
+    async def list_objects(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[JsonObject]: ...
+
+    async def pending_in_local_queue(
+        self, namespace: str, local_queue: str
+    ) -> list[JsonObject] | None: ...
+
+    async def events_for(self, obj: JsonObject) -> list[JsonObject]: ...
+
+    # -- lookups: what the graph's edges and filtered lists need ----------------------------
+
+    async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
+        """The newest Workload an owner (e.g. a Job) made; NotFoundError when none."""
+        ...
+
+    async def workloads(
+        self,
+        namespace: str | None = None,
+        *,
+        local_queue: str | None = None,
+        cluster_queue: str | None = None,
+        status: str | None = None,
+    ) -> list[JsonObject]:
+        """Workloads filtered as `workloads(...)` is: `status` is kueuectl's status name."""
+        ...
+
+    async def cluster_queue_name_of(self, workload: JsonObject) -> str | None:
+        """The ClusterQueue a Workload is (or would be) in, without reading the ClusterQueue."""
+        ...
+
+    async def local_queues(
+        self, namespace: str | None = None, *, cluster_queue: str | None = None
+    ) -> list[JsonObject]: ...
+
+    async def cluster_queues(
+        self, *, cohort: str | None = None, flavor: str | None = None
+    ) -> list[JsonObject]:
+        """ClusterQueues, optionally only the members of a cohort or those offering a flavor."""
+        ...
+
+    async def child_cohorts(self, cohort: str) -> list[JsonObject]: ...
+
+    async def cohort_names(self) -> list[str]:
+        """Explicit cohorts, their parents, and every cohortName a ClusterQueue uses."""
+        ...
