@@ -6,7 +6,7 @@ import strawberry
 
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import JSON, Condition, Info, conditions, reads, spec
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import ADMISSION_CHECK
 
 
@@ -37,7 +37,5 @@ class AdmissionCheckQuery:
     async def admission_checks(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[AdmissionCheck] | None:
-        items = await reads(info).list_objects(ADMISSION_CHECK)
-        return paginate(
-            items, first, after, info.context.limits.max_page_size, AdmissionCheck.from_json
-        )
+        found = await reads(info).list_page(ADMISSION_CHECK, page=page_request(info, first, after))
+        return connection(found, AdmissionCheck.from_json)

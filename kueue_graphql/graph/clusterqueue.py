@@ -22,7 +22,7 @@ from kueue_graphql.graph.common import (
     spec,
     status,
 )
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import CLUSTER_QUEUE
 from kueue_graphql.lookups import flavor_names
 
@@ -185,7 +185,7 @@ class ClusterQueue(KubeObject):
     ) -> list[Annotated[LocalQueue, strawberry.lazy("kueue_graphql.graph.localqueue")]] | None:
         from kueue_graphql.graph.localqueue import LocalQueue
 
-        items = await reads(info).local_queues(cluster_queue=self.ref_name)
+        items = (await reads(info).local_queues(cluster_queue=self.ref_name)).items
         return [LocalQueue.from_json(q) for q in items]
 
     @field(description="Workloads admitted here or pending in one of its LocalQueues.")
@@ -200,7 +200,7 @@ class ClusterQueue(KubeObject):
         mine = await reads(info).workloads(
             cluster_queue=self.ref_name, status=status.value if status is not None else None
         )
-        return [Workload.from_json(w) for w in mine]
+        return [Workload.from_json(w) for w in mine.items]
 
 
 @strawberry.type
@@ -213,7 +213,7 @@ class ClusterQueueQuery:
     async def cluster_queues(
         self, info: Info, first: int, after: str | None = None, cohort: str | None = None
     ) -> Connection[ClusterQueue] | None:
-        items = await reads(info).cluster_queues(cohort=cohort)
-        return paginate(
-            items, first, after, info.context.limits.max_page_size, ClusterQueue.from_json
+        found = await reads(info).cluster_queues(
+            cohort=cohort, page=page_request(info, first, after)
         )
+        return connection(found, ClusterQueue.from_json)

@@ -58,7 +58,7 @@ class Cohort:
 
     @field(description="ClusterQueues whose `cohortName` is this cohort.")
     async def members(self, info: Info) -> list[ClusterQueue] | None:
-        items = await reads(info).cluster_queues(cohort=self.name)
+        items = (await reads(info).cluster_queues(cohort=self.name)).items
         return [ClusterQueue.from_json(q) for q in items]
 
     @field(description="Cohorts whose `parentName` is this cohort.")

@@ -6,7 +6,7 @@ import strawberry
 
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import Info, field, reads
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import EVENT
 
 
@@ -80,5 +80,7 @@ class EventQuery:
         reason: str | None = None,
     ) -> Connection[Event] | None:
         selector = f"reason={reason}" if reason else None
-        items = await reads(info).list_objects(EVENT, namespace, field_selector=selector)
-        return paginate(items, first, after, info.context.limits.max_page_size, Event.from_json)
+        found = await reads(info).list_page(
+            EVENT, namespace, field_selector=selector, page=page_request(info, first, after)
+        )
+        return connection(found, Event.from_json)

@@ -18,7 +18,7 @@ from kueue_graphql.graph.common import (
     spec,
     status,
 )
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import JOB, POD
 
 if TYPE_CHECKING:
@@ -116,5 +116,7 @@ class JobQuery:
         local_queue: str | None = None,
     ) -> Connection[Job] | None:
         selector = f"{QUEUE_NAME_LABEL}={local_queue}" if local_queue else None
-        items = await reads(info).list_objects(JOB, namespace, label_selector=selector)
-        return paginate(items, first, after, info.context.limits.max_page_size, Job.from_json)
+        found = await reads(info).list_page(
+            JOB, namespace, label_selector=selector, page=page_request(info, first, after)
+        )
+        return connection(found, Job.from_json)

@@ -19,7 +19,7 @@ from kueue_graphql.graph.common import (
     spec,
     status,
 )
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import LOCAL_QUEUE
 
 if TYPE_CHECKING:
@@ -85,12 +85,12 @@ class LocalQueue(KubeObject):
     ) -> list[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
         from kueue_graphql.graph.workload import Workload
 
-        items = await reads(info).workloads(
+        found = await reads(info).workloads(
             self.ref_namespace,
             local_queue=self.ref_name,
             status=status.value if status is not None else None,
         )
-        return [Workload.from_json(w) for w in items]
+        return [Workload.from_json(w) for w in found.items]
 
 
 @strawberry.type
@@ -108,7 +108,7 @@ class LocalQueueQuery:
         namespace: str | None = None,
         cluster_queue: str | None = None,
     ) -> Connection[LocalQueue] | None:
-        items = await reads(info).local_queues(namespace, cluster_queue=cluster_queue)
-        return paginate(
-            items, first, after, info.context.limits.max_page_size, LocalQueue.from_json
+        found = await reads(info).local_queues(
+            namespace, cluster_queue=cluster_queue, page=page_request(info, first, after)
         )
+        return connection(found, LocalQueue.from_json)

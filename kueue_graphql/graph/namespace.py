@@ -8,7 +8,7 @@ import strawberry
 
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import Info, field, reads, status
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import LOCAL_QUEUE, NAMESPACE
 
 if TYPE_CHECKING:
@@ -45,5 +45,5 @@ class NamespaceQuery:
     async def namespaces(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[Namespace] | None:
-        items = await reads(info).list_objects(NAMESPACE)
-        return paginate(items, first, after, info.context.limits.max_page_size, Namespace.from_json)
+        found = await reads(info).list_page(NAMESPACE, page=page_request(info, first, after))
+        return connection(found, Namespace.from_json)

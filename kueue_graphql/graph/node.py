@@ -17,7 +17,7 @@ from kueue_graphql.graph.common import (
     status,
     taints,
 )
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import NODE
 
 
@@ -60,5 +60,7 @@ class NodeQuery:
         after: str | None = None,
         label_selector: str | None = None,
     ) -> Connection[Node] | None:
-        items = await reads(info).list_objects(NODE, label_selector=label_selector)
-        return paginate(items, first, after, info.context.limits.max_page_size, Node.from_json)
+        found = await reads(info).list_page(
+            NODE, label_selector=label_selector, page=page_request(info, first, after)
+        )
+        return connection(found, Node.from_json)

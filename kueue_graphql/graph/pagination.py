@@ -1,8 +1,9 @@
 """Cursor pagination with a required, capped page size.
 
-Lists are read whole from the API server (filters such as status are not server-side
-selectable), sorted by (namespace, name), and cut after the cursor. The cursor is the last
-item's (namespace, name), so pages stay stable when objects are added or removed elsewhere.
+Pages follow the API server's list order (storage key `<namespace>/<name>`, as `kubectl get -A`
+shows; see lookups.paging) and are cut after the cursor. The cursor is the last item's
+(namespace, name), so pages stay stable when objects are added or removed elsewhere. Whether
+`totalCount` is selected decides whether the whole list must be read.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from typing import Any, Generic, TypeVar
 
 import strawberry
 from strawberry.extensions import SchemaExtension
+from strawberry.types.nodes import SelectedField
 
 from kueue_graphql.core.errors import BadRequestError
-from kueue_graphql.graph.common import metadata
+from kueue_graphql.graph.common import Info, field
 from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.lookups import Page, PageRequest
+from kueue_graphql.lookups.paging import page_of
 
 T = TypeVar("T")
 
@@ -33,11 +37,19 @@ class PageInfo:
 class Connection(Generic[T]):
     nodes: list[T]
     page_info: PageInfo
-    total_count: int = strawberry.field(description="Matching objects across all pages.")
+    # None when the list was not read to its end, which happens only when `totalCount` is
+    # not selected (see page_request).
+    counted: strawberry.Private[int | None]
+
+    @field(description="Matching objects across all pages.")
+    def total_count(self) -> int:
+        if self.counted is None:
+            raise RuntimeError("totalCount resolved for a page read without it")
+        return self.counted
 
 
-def _sort_key(obj: JsonObject) -> tuple[str, str]:
-    meta = metadata(obj)
+def _cursor_of(obj: JsonObject) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
@@ -77,6 +89,32 @@ class PageArgumentsCheck(SchemaExtension):
         return _next(root, info, *args, **kwargs)
 
 
+def _selects(selections: Sequence[Any], name: str) -> bool:
+    for selection in selections:
+        if isinstance(selection, SelectedField):
+            if selection.name == name:
+                return True
+        elif _selects(selection.selections, name):  # a fragment: look inside it
+            return True
+    return False
+
+
+def page_request(info: Info, first: int, after: str | None) -> PageRequest:
+    """The page a list field asks for; `count_all` when any selection of it wants totalCount."""
+    position = check_page_arguments(first, after, info.context.limits.max_page_size)
+    count_all = any(_selects(field.selections, "totalCount") for field in info.selected_fields)
+    return PageRequest(first=first, after=position, count_all=count_all)
+
+
+def connection(page: Page, wrap: Callable[[JsonObject], T]) -> Connection[T]:
+    end_cursor = encode_cursor(_cursor_of(page.items[-1])) if page.items else None
+    return Connection(
+        nodes=[wrap(o) for o in page.items],
+        page_info=PageInfo(has_next_page=page.has_next, end_cursor=end_cursor),
+        counted=page.total_count,
+    )
+
+
 def paginate(
     objects: Sequence[JsonObject],
     first: int,
@@ -84,16 +122,6 @@ def paginate(
     max_page_size: int,
     wrap: Callable[[JsonObject], T],
 ) -> Connection[T]:
+    """A page of objects already read whole."""
     position = check_page_arguments(first, after, max_page_size)
-    ordered = sorted(objects, key=_sort_key)
-    start = 0
-    if position is not None:
-        start = next((i for i, o in enumerate(ordered) if _sort_key(o) > position), len(ordered))
-    page = ordered[start : start + first]
-    has_next = start + first < len(ordered)
-    end_cursor = encode_cursor(_sort_key(page[-1])) if page else None
-    return Connection(
-        nodes=[wrap(o) for o in page],
-        page_info=PageInfo(has_next_page=has_next, end_cursor=end_cursor),
-        total_count=len(ordered),
-    )
+    return connection(page_of(objects, PageRequest(first=first, after=position)), wrap)

@@ -22,7 +22,7 @@ from kueue_graphql.graph.common import (
     status,
     tolerations,
 )
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import POD
 
 if TYPE_CHECKING:
@@ -149,5 +149,7 @@ class PodQuery:
         namespace: str | None = None,
         label_selector: str | None = None,
     ) -> Connection[Pod] | None:
-        items = await reads(info).list_objects(POD, namespace, label_selector=label_selector)
-        return paginate(items, first, after, info.context.limits.max_page_size, Pod.from_json)
+        found = await reads(info).list_page(
+            POD, namespace, label_selector=label_selector, page=page_request(info, first, after)
+        )
+        return connection(found, Pod.from_json)

@@ -6,7 +6,7 @@ import strawberry
 
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import Info, reads
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import WORKLOAD_PRIORITY_CLASS
 
 
@@ -35,7 +35,7 @@ class WorkloadPriorityClassQuery:
     async def workload_priority_classes(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[WorkloadPriorityClass] | None:
-        items = await reads(info).list_objects(WORKLOAD_PRIORITY_CLASS)
-        return paginate(
-            items, first, after, info.context.limits.max_page_size, WorkloadPriorityClass.from_json
+        found = await reads(info).list_page(
+            WORKLOAD_PRIORITY_CLASS, page=page_request(info, first, after)
         )
+        return connection(found, WorkloadPriorityClass.from_json)

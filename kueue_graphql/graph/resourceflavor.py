@@ -19,7 +19,7 @@ from kueue_graphql.graph.common import (
     taints,
     tolerations,
 )
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import NODE, RESOURCE_FLAVOR
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class ResourceFlavor(KubeObject):
     ) -> list[Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")]] | None:
         from kueue_graphql.graph.clusterqueue import ClusterQueue
 
-        items = await reads(info).cluster_queues(flavor=self.ref_name)
+        items = (await reads(info).cluster_queues(flavor=self.ref_name)).items
         return [ClusterQueue.from_json(q) for q in items]
 
     @field(description="Nodes carrying all of this flavor's `nodeLabels`.")
@@ -89,7 +89,5 @@ class ResourceFlavorQuery:
     async def resource_flavors(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[ResourceFlavor] | None:
-        items = await reads(info).list_objects(RESOURCE_FLAVOR)
-        return paginate(
-            items, first, after, info.context.limits.max_page_size, ResourceFlavor.from_json
-        )
+        found = await reads(info).list_page(RESOURCE_FLAVOR, page=page_request(info, first, after))
+        return connection(found, ResourceFlavor.from_json)

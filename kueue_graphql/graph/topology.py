@@ -6,7 +6,7 @@ import strawberry
 
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import Info, reads, spec
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import TOPOLOGY
 
 
@@ -37,5 +37,5 @@ class TopologyQuery:
     async def topologies(
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[Topology] | None:
-        items = await reads(info).list_objects(TOPOLOGY)
-        return paginate(items, first, after, info.context.limits.max_page_size, Topology.from_json)
+        found = await reads(info).list_page(TOPOLOGY, page=page_request(info, first, after))
+        return connection(found, Topology.from_json)

@@ -25,7 +25,7 @@ from kueue_graphql.graph.common import (
     spec,
     status,
 )
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import WORKLOAD
 from kueue_graphql.lookups import diagnosis_input_for_workload
@@ -358,10 +358,11 @@ class WorkloadQuery:
         cluster_queue: str | None = None,
         status: WorkloadStatus | None = None,
     ) -> Connection[Workload] | None:
-        items = await reads(info).workloads(
+        found = await reads(info).workloads(
             namespace,
             local_queue=local_queue,
             cluster_queue=cluster_queue,
             status=status.value if status is not None else None,
+            page=page_request(info, first, after),
         )
-        return paginate(items, first, after, info.context.limits.max_page_size, Workload.from_json)
+        return connection(found, Workload.from_json)

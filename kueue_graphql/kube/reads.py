@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from strawberry.dataloader import DataLoader
@@ -172,9 +172,34 @@ class RequestReads:
 
     async def _list(self, key: ListKey) -> list[JsonObject]:
         items: list[JsonObject] = []
+        async for chunk in self._chunks(key, _LIST_PAGE):
+            items.extend(chunk)
+        return items
+
+    async def list_chunks(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        first_chunk: int = _LIST_PAGE,
+    ) -> AsyncGenerator[list[JsonObject]]:
+        """The list in the API server's order, one API page at a time, for a caller that may
+        stop reading early. Pages start at `first_chunk` objects and double up to the usual
+        page size, so a small page of a big list reads little."""
+        namespace = namespace if resource.namespaced else None
+        if namespace is not None:
+            check_namespace(namespace)
+        await self.require(Access("list", resource, namespace))
+        key = ListKey(resource, namespace, label_selector, field_selector)
+        async for chunk in self._chunks(key, max(1, min(first_chunk, _LIST_PAGE))):
+            yield chunk
+
+    async def _chunks(self, key: ListKey, limit: int) -> AsyncIterator[list[JsonObject]]:
         continue_token: str | None = None
         while True:
-            query: list[tuple[str, str]] = [("limit", str(_LIST_PAGE))]
+            query: list[tuple[str, str]] = [("limit", str(limit))]
             if key.label_selector:
                 query.append(("labelSelector", key.label_selector))
             if key.field_selector:
@@ -199,24 +224,24 @@ class RequestReads:
                         namespaced=key.resource.namespaced,
                     ) from error
                 raise raise_for_read(error, key.resource.kind, None, key.namespace) from error
-            for item in page.get("items") or []:
+            items: list[JsonObject] = page.get("items") or []
+            for item in items:
                 # List items come without apiVersion/kind; put them back so `raw` matches
                 # what `kubectl get -o json` shows for the single object.
                 item.setdefault("apiVersion", key.resource.api_version)
                 item.setdefault("kind", key.resource.kind)
-                items.append(item)
+                # Later gets of a listed object reuse it instead of fetching it again (the
+                # get permission is still checked on its own).
+                metadata = item.get("metadata") or {}
+                object_key = ObjectKey(
+                    key.resource, metadata.get("namespace"), metadata.get("name", "")
+                )
+                self._objects.prime(object_key, item)
+            yield items
             continue_token = (page.get("metadata") or {}).get("continue")
             if not continue_token:
-                break
-        # Later gets of a listed object reuse it instead of fetching it again (the get
-        # permission is still checked on its own).
-        for item in items:
-            metadata = item.get("metadata") or {}
-            object_key = ObjectKey(
-                key.resource, metadata.get("namespace"), metadata.get("name", "")
-            )
-            self._objects.prime(object_key, item)
-        return items
+                return
+            limit = min(_LIST_PAGE, limit * 2)
 
     # -- queue order (visibility API) ----------------------------------------------------------
 

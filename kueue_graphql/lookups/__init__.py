@@ -8,14 +8,18 @@ plain async functions over JSON objects.
 
 from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.diagnosis import diagnosis_input_for_owner, diagnosis_input_for_workload
+from kueue_graphql.lookups.paging import Page, PageRequest, order_key
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.lookups.selection import flavor_names, workload_matches
 
 __all__ = [
     "ApiServerReader",
     "KueueReader",
+    "Page",
+    "PageRequest",
     "diagnosis_input_for_owner",
     "diagnosis_input_for_workload",
     "flavor_names",
+    "order_key",
     "workload_matches",
 ]

@@ -8,11 +8,21 @@ queue) are applied to the listed objects here.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.reads import RequestReads
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, OWNER_KINDS, WORKLOAD
+from kueue_graphql.kube.resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    OWNER_KINDS,
+    WORKLOAD,
+    Resource,
+)
+from kueue_graphql.lookups.paging import Page, PageCollector, PageRequest, page_of
 from kueue_graphql.lookups.selection import (
     admitted_cluster_queue,
     flavor_names,
@@ -33,8 +43,67 @@ def _spec(obj: JsonObject) -> JsonObject:
     return obj.get("spec") or {}
 
 
+Select = Callable[[list[JsonObject]], Awaitable[list[JsonObject]]]
+
+
+async def _keep_all(items: list[JsonObject]) -> list[JsonObject]:
+    return items
+
+
 class ApiServerReader(RequestReads):
     """`KueueReader` over per-request, impersonated API reads (see RequestReads)."""
+
+    async def list_page(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        return await self._page(
+            resource,
+            namespace,
+            page,
+            _keep_all,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+
+    async def _page(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        page: PageRequest | None,
+        select: Select,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Page:
+        """A page of the list, filtered by `select` chunk by chunk. Without `totalCount`, the
+        list is read only until the page is full."""
+        if page is None or page.count_all:
+            # Everything is needed: one whole list, shared with other fields of the request.
+            items = await self.list_objects(
+                resource, namespace, label_selector=label_selector, field_selector=field_selector
+            )
+            return page_of(await select(items), page)
+        collector = PageCollector(page)
+        chunks = self.list_chunks(
+            resource,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            # Twice the page: a filter that keeps half the objects fills it in one call.
+            first_chunk=2 * (page.first + 1),
+        )
+        async with aclosing(chunks):
+            async for chunk in chunks:
+                collector.observe(chunk)
+                if collector.add(await select(chunk)):
+                    return collector.page(complete=False)
+        return collector.page(complete=True)
 
     async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
         owner_resource = OWNER_KINDS.get(kind)
@@ -61,15 +130,15 @@ class ApiServerReader(RequestReads):
         local_queue: str | None = None,
         cluster_queue: str | None = None,
         status: str | None = None,
-    ) -> list[JsonObject]:
-        items = [
-            w
-            for w in await self.list_objects(WORKLOAD, namespace)
-            if workload_matches(w, status, local_queue)
-        ]
-        if cluster_queue is None:
-            return items
-        return await self._in_cluster_queue(cluster_queue, items)
+        page: PageRequest | None = None,
+    ) -> Page:
+        async def select(items: list[JsonObject]) -> list[JsonObject]:
+            kept = [w for w in items if workload_matches(w, status, local_queue)]
+            if cluster_queue is None:
+                return kept
+            return await self._in_cluster_queue(cluster_queue, kept)
+
+        return await self._page(WORKLOAD, namespace, page, select)
 
     async def _in_cluster_queue(
         self, cluster_queue: str, workloads: list[JsonObject]
@@ -120,23 +189,37 @@ class ApiServerReader(RequestReads):
         return str(name) if name else None
 
     async def local_queues(
-        self, namespace: str | None = None, *, cluster_queue: str | None = None
-    ) -> list[JsonObject]:
-        return [
-            q
-            for q in await self.list_objects(LOCAL_QUEUE, namespace)
-            if cluster_queue is None or _spec(q).get("clusterQueue") == cluster_queue
-        ]
+        self,
+        namespace: str | None = None,
+        *,
+        cluster_queue: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        async def select(items: list[JsonObject]) -> list[JsonObject]:
+            return [
+                q
+                for q in items
+                if cluster_queue is None or _spec(q).get("clusterQueue") == cluster_queue
+            ]
+
+        return await self._page(LOCAL_QUEUE, namespace, page, select)
 
     async def cluster_queues(
-        self, *, cohort: str | None = None, flavor: str | None = None
-    ) -> list[JsonObject]:
-        return [
-            q
-            for q in await self.list_objects(CLUSTER_QUEUE)
-            if (cohort is None or _spec(q).get("cohortName") == cohort)
-            and (flavor is None or flavor in flavor_names(q))
-        ]
+        self,
+        *,
+        cohort: str | None = None,
+        flavor: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        async def select(items: list[JsonObject]) -> list[JsonObject]:
+            return [
+                q
+                for q in items
+                if (cohort is None or _spec(q).get("cohortName") == cohort)
+                and (flavor is None or flavor in flavor_names(q))
+            ]
+
+        return await self._page(CLUSTER_QUEUE, None, page, select)
 
     async def child_cohorts(self, cohort: str) -> list[JsonObject]:
         return [c for c in await self.list_objects(COHORT) if _spec(c).get("parentName") == cohort]

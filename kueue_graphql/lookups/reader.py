@@ -8,14 +8,15 @@ from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import ApiCallMeter, JsonObject
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.lookups.paging import Page, PageRequest
 
 
 class KueueReader(Protocol):
     """Reads for one request, as one caller.
 
     Every method answers only what the caller may see: a refused read raises ForbiddenError
-    (naming the verb kubectl would need), a missing object NotFoundError. Lists are ordered by
-    (namespace, name).
+    (naming the verb kubectl would need), a missing object NotFoundError. Lists are in
+    storage-key order (lookups.paging); a `page` argument returns one page of a list.
     """
 
     meter: ApiCallMeter
@@ -41,6 +42,18 @@ class KueueReader(Protocol):
         field_selector: str | None = None,
     ) -> list[JsonObject]: ...
 
+    async def list_page(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        """One page of `list_objects` (page None: all of it)."""
+        ...
+
     async def pending_in_local_queue(
         self, namespace: str, local_queue: str
     ) -> list[JsonObject] | None: ...
@@ -60,7 +73,8 @@ class KueueReader(Protocol):
         local_queue: str | None = None,
         cluster_queue: str | None = None,
         status: str | None = None,
-    ) -> list[JsonObject]:
+        page: PageRequest | None = None,
+    ) -> Page:
         """Workloads filtered as `workloads(...)` is: `status` is kueuectl's status name."""
         ...
 
@@ -69,12 +83,20 @@ class KueueReader(Protocol):
         ...
 
     async def local_queues(
-        self, namespace: str | None = None, *, cluster_queue: str | None = None
-    ) -> list[JsonObject]: ...
+        self,
+        namespace: str | None = None,
+        *,
+        cluster_queue: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page: ...
 
     async def cluster_queues(
-        self, *, cohort: str | None = None, flavor: str | None = None
-    ) -> list[JsonObject]:
+        self,
+        *,
+        cohort: str | None = None,
+        flavor: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
         """ClusterQueues, optionally only the members of a cohort or those offering a flavor."""
         ...
 

@@ -69,3 +69,16 @@ async def test_deadline_stops_calls_before_they_are_sent() -> None:
         with pytest.raises(Exception, match="deadline exceeded"):
             await stub.kube.request_json("GET", "/version", meter=meter)
     assert stub.requests == []
+
+
+async def test_proxy_environment_is_not_consulted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A proxy variable pointing nowhere: a session that trusted the environment would send the
+    # call there and fail. The kubeconfig (proxy-url) is the only place a proxy comes from.
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    async with apiserver_stub(ok) as stub:
+        answer = await stub.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=5))
+    assert answer == {"kind": "Status"}
+    assert [r.path for r in stub.requests] == ["/version"]

@@ -18,7 +18,7 @@ def test_pages_follow_the_cursor_and_end() -> None:
     first = paginate(items, 2, None, 100, lambda o: o["metadata"])
     assert [o["name"] for o in first.nodes] == ["y", "z"]  # type: ignore[index]
     assert first.page_info.has_next_page
-    assert first.total_count == 3
+    assert first.counted == 3
     second = paginate(items, 2, first.page_info.end_cursor, 100, lambda o: o["metadata"])
     assert [o["name"] for o in second.nodes] == ["x"]  # type: ignore[index]
     assert not second.page_info.has_next_page
