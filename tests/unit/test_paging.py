@@ -33,7 +33,8 @@ def test_collector_stops_once_the_page_and_one_more_are_in_hand() -> None:
     page = collector.page(complete=False)
     assert read == 2
     assert names(page.items) == [("a", "2"), ("a", "3")]
-    assert page.has_next and page.total_count is None
+    assert page.has_next
+    assert page.total_count is None
 
 
 def test_collector_reads_on_when_a_count_is_wanted() -> None:
@@ -50,9 +51,11 @@ def test_out_of_order_chunks_are_read_to_the_end_and_sorted() -> None:
     assert not collector.add(chunk)
     page = collector.page(complete=True)
     assert names(page.items) == [("a", "1")]
-    assert page.has_next and page.total_count == 2
+    assert page.has_next
+    assert page.total_count == 2
 
 
 def test_page_of_everything() -> None:
     page = page_of([obj("b", "1"), obj("a", "1")], None)
-    assert names(page.items) == [("a", "1"), ("b", "1")] and not page.has_next
+    assert names(page.items) == [("a", "1"), ("b", "1")]
+    assert not page.has_next
