@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
 
+from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API
 from kueue_graphql.diagnosis.messages import (
-    GRANULAR_PENDING_REASONS,
     parse_kueue_message,
     parse_taint,
 )
@@ -133,18 +133,18 @@ class _Context:
     def lq_ref(self) -> ObjectRef | None:
         if not self.queue_name:
             return None
-        return ObjectRef("LocalQueue", self.queue_name, self.namespace, "kueue.x-k8s.io/v1beta2")
+        return ObjectRef("LocalQueue", self.queue_name, self.namespace, KUEUE_API)
 
     def cq_ref(self) -> ObjectRef | None:
         if not self.cq_name:
             return None
-        return ObjectRef("ClusterQueue", self.cq_name, None, "kueue.x-k8s.io/v1beta2")
+        return ObjectRef("ClusterQueue", self.cq_name, None, KUEUE_API)
 
     def cohort_ref(self) -> ObjectRef | None:
         if self.cluster_queue is None:
             return None
         cohort = text(self.cluster_queue, "spec", "cohortName")
-        return ObjectRef("Cohort", cohort, None, "kueue.x-k8s.io/v1beta2") if cohort else None
+        return ObjectRef("Cohort", cohort, None, KUEUE_API) if cohort else None
 
     def workload_events(self) -> list[KubeObject]:
         if self.workload is None:
@@ -364,7 +364,7 @@ def _admission_check_reasons(ctx: _Context) -> list[Reason]:
                 message=message,
                 source=ReasonSource.CONDITION,
                 kueue_reason=state,
-                object=ObjectRef("AdmissionCheck", check_name, None, "kueue.x-k8s.io/v1beta2"),
+                object=ObjectRef("AdmissionCheck", check_name, None, KUEUE_API),
             )
         )
     return out

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from fractions import Fraction
 
+from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API, LEGACY_PENDING_REASONS
 from kueue_graphql.diagnosis.model import Number, ObjectRef, Reason, ReasonSource
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
 
@@ -24,24 +25,6 @@ __all__ = [
     "split_flavor_parts",
 ]
 
-# Reasons Kueue writes on QuotaReserved=False. v0.17 writes only the legacy ones; later
-# releases (UnadmittedWorkloadsObservability) write the granular ones.
-LEGACY_PENDING_REASONS = frozenset({"Pending", "Inadmissible"})
-GRANULAR_PENDING_REASONS = frozenset(
-    {
-        "WaitingForQuota",
-        "ExceedsMaxQuota",
-        "NoMatchingFlavor",
-        "TopologyPlacementFailed",
-        "WaitingForPreemptedWorkloads",
-        "Misconfigured",
-        "Suspended",
-        "PendingEvaluation",
-        "AdmissionGated",
-    }
-)
-
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 _QTY = r"[+-]?[0-9.]+(?:[eE][+-]?\d+|[a-zA-Z]+)?"
 _PODSET_PREFIX = re.compile(r"^couldn't assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
 _PODSET_ERROR = re.compile(r"^failed to assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
