@@ -8,11 +8,12 @@ kube-scheduler; are they running.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API
+from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API, Code, CodeGroup
 from kueue_graphql.diagnosis.messages import (
     parse_kueue_message,
     parse_taint,
@@ -53,10 +54,11 @@ from kueue_graphql.diagnosis.objects import (
     uid,
 )
 from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem, pods_of
+from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY
 from kueue_graphql.diagnosis.quantity import format_quantity
 from kueue_graphql.diagnosis.quota import assess_quota
 from kueue_graphql.diagnosis.remedies import commands_for, next_steps_for
-from kueue_graphql.diagnosis.requests import workload_requests
+from kueue_graphql.diagnosis.requests import workload_needs, workload_requests
 
 __all__ = ["diagnose"]
 
@@ -203,7 +205,13 @@ def _build(
     )
     return replace(
         diagnosis,
-        next_steps=tuple(next_steps_for(diagnosis, _known_list(ctx.inp.resource_flavors) or [])),
+        next_steps=tuple(
+            next_steps_for(
+                diagnosis,
+                _known_list(ctx.inp.resource_flavors) or [],
+                _known_list(ctx.inp.admission_checks) or [],
+            )
+        ),
         commands=tuple(commands_for(diagnosis)),
     )
 
@@ -235,11 +243,20 @@ def _queue_position(ctx: _Context, stage: Stage) -> QueuePosition:
         value = raw.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    foreign = _int(FOREIGN_ENTRIES_KEY) or 0
+    detail = ""
+    if foreign:
+        detail = (
+            f"Kueue listed {foreign} Workload(s) of other namespaces' same-named LocalQueues "
+            "ahead of this one (kueue#10575); they were dropped, so positionInLocalQueue counts "
+            "this namespace only; positionInClusterQueue is Kueue's and counts every namespace"
+        )
     return QueuePosition(
         visibility=Visibility.AVAILABLE,
         position_in_cluster_queue=_int("positionInClusterQueue"),
         position_in_local_queue=_int("positionInLocalQueue"),
         priority=_int("priority"),
+        detail=detail,
     )
 
 
@@ -533,17 +550,89 @@ def _queue_object_reasons(ctx: _Context) -> list[Reason]:
             )
         active = condition(ctx.cluster_queue, "Active")
         if active is not None and active.get("status") == "False":
-            out.append(
-                Reason(
-                    "ClusterQueueInactive",
-                    f"ClusterQueue {ctx.cq_name} is not active ({active.get('reason')}): "
-                    f"{active.get('message') or ''}",
-                    ReasonSource.OBJECT,
-                    kueue_reason=str(active.get("reason") or "") or None,
-                    object=cq_ref,
-                )
-            )
+            out.extend(_cluster_queue_inactive_causes(ctx, active))
     return out
+
+
+# "Can't admit new workloads: references missing ResourceFlavor(s): a,b, references inactive
+# AdmissionCheck(s): c." (Kueue v0.17 pkg/cache/scheduler/clusterqueue.go inactiveReason: the
+# condition's reason is only the first cause; the message lists them all.)
+_CQ_CAUSES: tuple[tuple[re.Pattern[str], Code, str], ...] = (
+    (re.compile(r"references missing ResourceFlavor\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.FLAVOR_NOT_FOUND, "ResourceFlavor"),
+    (re.compile(r"references missing AdmissionCheck\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.ADMISSION_CHECK_NOT_FOUND, "AdmissionCheck"),
+    (re.compile(r"references inactive AdmissionCheck\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.ADMISSION_CHECK_INACTIVE, "AdmissionCheck"),
+    (re.compile(r'there is no Topology "(?P<n>[^"]+)"'), Code.TOPOLOGY_NOT_FOUND, "Topology"),
+)  # fmt: skip
+_CQ_REASON_CODES = {
+    "Terminating": Code.CLUSTER_QUEUE_TERMINATING,
+    "Stopped": Code.CLUSTER_QUEUE_STOPPED,
+    "FlavorNotFound": Code.FLAVOR_NOT_FOUND,
+    "AdmissionCheckNotFound": Code.ADMISSION_CHECK_NOT_FOUND,
+    "AdmissionCheckInactive": Code.ADMISSION_CHECK_INACTIVE,
+    "TopologyNotFound": Code.TOPOLOGY_NOT_FOUND,
+    "MultipleMultiKueueAdmissionChecks": Code.MULTIKUEUE_MISCONFIGURED,
+    "MultiKueueAdmissionCheckAppliedPerFlavor": Code.MULTIKUEUE_MISCONFIGURED,
+    "MultiKueueWithProvisioningRequest": Code.MULTIKUEUE_MISCONFIGURED,
+    "CohortCycleDetected": Code.COHORT_CYCLE_DETECTED,
+}
+_CAUSE_TEXT = {
+    Code.FLAVOR_NOT_FOUND: "references ResourceFlavor {n}, which does not exist",
+    Code.ADMISSION_CHECK_NOT_FOUND: "references AdmissionCheck {n}, which does not exist",
+    Code.ADMISSION_CHECK_INACTIVE: "references AdmissionCheck {n}, which is not active",
+    Code.TOPOLOGY_NOT_FOUND: "uses Topology {n}, which does not exist",
+}
+
+
+def _cluster_queue_inactive_causes(ctx: _Context, active: KubeObject) -> list[Reason]:
+    """One reason per concrete cause of Active=False, each naming the object to fix."""
+    kueue_reason = str(active.get("reason") or "") or None
+    message = str(active.get("message") or "")
+    cq_ref = ctx.cq_ref()
+    out: list[Reason] = []
+    for pattern, code, kind in _CQ_CAUSES:
+        for m in pattern.finditer(message):
+            for object_name in filter(None, m.group("n").split(",")):
+                out.append(
+                    Reason(
+                        code,
+                        f"ClusterQueue {ctx.cq_name} "
+                        + _CAUSE_TEXT[code].format(n=object_name)
+                        + f" (Active=False, {kueue_reason}): {message}",
+                        ReasonSource.OBJECT,
+                        kueue_reason=kueue_reason,
+                        object=ObjectRef(kind, object_name, None, KUEUE_API),
+                    )
+                )
+    if out:
+        return out
+    code = _CQ_REASON_CODES.get(kueue_reason or "", Code.CLUSTER_QUEUE_INACTIVE)
+    obj = cq_ref
+    if code is Code.COHORT_CYCLE_DETECTED and ctx.cohort_ref() is not None:
+        obj = ctx.cohort_ref()
+    return [
+        Reason(
+            code,
+            f"ClusterQueue {ctx.cq_name} is not active ({kueue_reason}): {message}".rstrip(": "),
+            ReasonSource.OBJECT,
+            kueue_reason=kueue_reason,
+            object=obj,
+        )
+    ]
+
+
+def _queue_cannot_admit(ctx: _Context) -> bool:
+    """The LocalQueue or ClusterQueue admits nothing now, whatever the quota says."""
+    for obj in (ctx.local_queue, ctx.cluster_queue):
+        if obj is None:
+            continue
+        stop = text(obj, "spec", "stopPolicy")
+        active = condition(obj, "Active")
+        if (stop and stop != "None") or (active is not None and active.get("status") == "False"):
+            return True
+    return False
 
 
 def _quota(ctx: _Context) -> QuotaReport:
@@ -573,6 +662,7 @@ def _quota(ctx: _Context) -> QuotaReport:
         cluster_queue=ctx.cluster_queue,
         requests=workload_requests(ctx.workload),
         holds_reservation=condition_true(ctx.workload, "QuotaReserved"),
+        queue_inactive=_queue_cannot_admit(ctx),
         cluster_queues=_known_list(ctx.inp.cluster_queues),
         cohorts=_known_list(ctx.inp.cohorts),
     )
@@ -581,6 +671,11 @@ def _quota(ctx: _Context) -> QuotaReport:
 _QUEUE_CODES = ("LocalQueueNotFound", "LocalQueueStopped", "LocalQueueInactive")
 _CQ_CODES = ("ClusterQueueNotFound", "ClusterQueueStopped", "ClusterQueueInactive")
 _FLAVOR_CODES = ("UntoleratedFlavorTaint", "FlavorNodeAffinityMismatch", "FlavorNotFound")
+
+
+def _group(r: Reason) -> CodeGroup | None:
+    code = Code.of(r.code)
+    return code.group if code is not None else None
 
 
 def _blocking_for(
@@ -594,6 +689,13 @@ def _blocking_for(
         if r.code == "ClusterQueueNotFound":
             # The LocalQueue is what names the missing ClusterQueue: that is what to fix.
             return ctx.lq_ref() or r.object
+    for r in reasons:
+        if r.code == Code.CLUSTER_QUEUE_STOPPED:
+            return ctx.cq_ref() or r.object
+    for r in reasons:
+        # What the ClusterQueue lacks (a flavor, an admission check, ...) is what to fix.
+        if _group(r) is CodeGroup.QUEUE_CONFIGURATION and r.source is ReasonSource.OBJECT:
+            return r.object or ctx.cq_ref()
     for r in reasons:
         if r.code in _CQ_CODES or r.code == "NamespaceNotSelected":
             return ctx.cq_ref() or r.object
@@ -622,6 +724,7 @@ def _blocking_for(
 def _waiting_for_quota(ctx: _Context) -> Diagnosis:
     reasons = _pending_reasons(ctx) + _queue_object_reasons(ctx)
     quota = _quota(ctx)
+    reasons = _with_workload_needs(reasons, workload_needs(ctx.workload))
     reasons = _annotate_with_quota(reasons, quota)
     if not reasons:
         reasons.append(
@@ -634,10 +737,30 @@ def _waiting_for_quota(ctx: _Context) -> Diagnosis:
             )
         )
     blocking = _blocking_for(ctx, reasons, quota) or ctx.cq_ref() or ctx.lq_ref()
-    summary = _quota_summary(reasons, quota)
+    summary = _quota_summary(ctx, reasons, quota)
     return _build(
         ctx, Stage.WAITING_FOR_QUOTA_RESERVATION, Layer.KUEUE, summary, blocking, reasons, quota
     )
+
+
+def _with_workload_needs(
+    reasons: list[Reason], needs: Mapping[str, Fraction] | None
+) -> list[Reason]:
+    """Quota reasons carry, as `requested`, the one aggregate the quota lines use: all pod
+    sets, per resource, as Kueue counts them (Kueue's message names only the pod set that
+    failed and what earlier ones took)."""
+    if not needs:
+        return reasons
+    out = []
+    for r in reasons:
+        total = needs.get(r.resource or "")
+        if r.code == Code.EXCEEDS_MAX_QUOTA and total is not None:
+            aggregate = Number("requested", total, _q(total, r.resource))
+            r = replace(
+                r, numbers=tuple(aggregate if n.name == "requested" else n for n in r.numbers)
+            )
+        out.append(r)
+    return out
 
 
 def _annotate_with_quota(reasons: list[Reason], quota: QuotaReport) -> list[Reason]:
@@ -675,9 +798,22 @@ def _q(value: Fraction, resource: str | None) -> str:
     return format_quantity(value, resource)
 
 
-def _quota_summary(reasons: Sequence[Reason], quota: QuotaReport) -> str:
+def _quota_summary(ctx: _Context, reasons: Sequence[Reason], quota: QuotaReport) -> str:
     first = reasons[0]
     res = first.resource
+    causes = [
+        r
+        for r in reasons
+        if _group(r) is CodeGroup.QUEUE_CONFIGURATION and r.source is ReasonSource.OBJECT
+    ]
+    if causes and first.code in (Code.CLUSTER_QUEUE_INACTIVE, Code.LOCAL_QUEUE_INACTIVE):
+        named = "; ".join(c.message.split(" (Active=False")[0] for c in causes)
+        return f"ClusterQueue {ctx.cq_name} cannot admit any Workload: {named}"
+    if first.code == Code.CLUSTER_QUEUE_INACTIVE and isinstance(ctx.inp.cluster_queue, Forbidden):
+        return (
+            f"{first.message}; you may not read ClusterQueue {ctx.cq_name}, so the cause "
+            "(its Active condition) is hidden from you: ask an admin"
+        )
     if first.code == "ExceedsMaxQuota":
         req, cap = first.number("requested"), first.number("maximumCapacity")
         if req is not None and cap is not None:

@@ -175,6 +175,9 @@ class Visibility(enum.Enum):
 
 class Verdict(enum.Enum):
     NEVER_FITS = "NEVER_FITS"
+    QUEUE_INACTIVE = "QUEUE_INACTIVE"
+    """The quota would do, but the LocalQueue or ClusterQueue admits nothing now (inactive,
+    stopped): no FITS_NOW / MUST_WAIT while that lasts."""
     FITS_NOW = "FITS_NOW"
     MUST_WAIT = "MUST_WAIT"
     UNKNOWN = "UNKNOWN"

@@ -19,6 +19,7 @@ import strawberry
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.core.quantity import decimal_text
+from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY, own_entry
 from kueue_graphql.diagnosis.quantity import format_quantity
 from kueue_graphql.graph.admissioncheck import AdmissionCheck
 from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -447,11 +448,23 @@ async def _queue_position(
     pending = await reads_.pending_in_local_queue(namespace, queue)
     if pending is None:
         return dx.Absent("Kueue's visibility API gave no pending list for this LocalQueue")
-    name = metadata(workload).get("name")
-    for item in pending:
-        if metadata(item).get("name") == name:
-            return item
-    return dx.Absent("not in the LocalQueue's pending list")
+    found = own_entry(pending, namespace, str(metadata(workload).get("name") or ""))
+    if found is None:
+        return dx.Absent("not in the LocalQueue's pending list")
+    entry = dict(found.item)
+    if found.foreign_entries_before:
+        entry["positionInLocalQueue"] = found.position_in_local_queue
+        entry[FOREIGN_ENTRIES_KEY] = found.foreign_entries_before
+    return entry
+
+
+def _names_admission_check(cluster_queue: JsonObject) -> bool:
+    return any(
+        c.get("type") == "Active"
+        and c.get("status") == "False"
+        and "AdmissionCheck" in str(c.get("message") or "")
+        for c in status(cluster_queue).get("conditions") or []
+    )
 
 
 def _quota_message(workload: JsonObject | None) -> str:
@@ -528,6 +541,11 @@ async def load_input(
             _observe(reads_.list_objects(CLUSTER_QUEUE)), _observe(reads_.list_objects(COHORT))
         )
 
+    admission_checks = checks.result()
+    if cq is not None and isinstance(admission_checks, dx.Absent) and _names_admission_check(cq):
+        # An inactive ClusterQueue blamed on an AdmissionCheck: who should run it.
+        admission_checks = await _observe(reads_.list_objects(ADMISSION_CHECK))
+
     events, more_events = events_read.result(), pod_events.result()
     if isinstance(events, list) and isinstance(more_events, list):
         events = events + more_events
@@ -541,7 +559,7 @@ async def load_input(
         cluster_queues=cluster_queues,
         cohorts=cohorts,
         resource_flavors=flavors.result(),
-        admission_checks=checks.result(),
+        admission_checks=admission_checks,
         nodes=nodes.result(),
         queue_position=position_read.result(),
     )
