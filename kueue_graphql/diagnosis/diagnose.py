@@ -800,6 +800,10 @@ def _q(value: Fraction, resource: str | None) -> str:
 
 def _quota_summary(ctx: _Context, reasons: Sequence[Reason], quota: QuotaReport) -> str:
     first = reasons[0]
+    if first.code == Code.WAITING_FOR_QUOTA:
+        # The most severe quota reason speaks (KEP-10852's precedence): a later pod set that
+        # can never fit outweighs an earlier one that must wait.
+        first = next((r for r in reasons if r.code == Code.EXCEEDS_MAX_QUOTA), first)
     res = first.resource
     causes = [
         r
