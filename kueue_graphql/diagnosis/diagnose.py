@@ -22,6 +22,7 @@ from kueue_graphql.diagnosis.model import (
     Absent,
     Diagnosis,
     DiagnosisInput,
+    Failed,
     Forbidden,
     KubeObject,
     Layer,
@@ -238,6 +239,11 @@ def _queue_position(ctx: _Context, stage: Stage) -> QueuePosition:
         return QueuePosition(visibility=Visibility.FORBIDDEN, detail=raw.detail)
     if isinstance(raw, Absent):
         return QueuePosition(visibility=Visibility.ABSENT, detail=raw.detail)
+    if isinstance(raw, Failed):
+        return QueuePosition(
+            visibility=Visibility.UNAVAILABLE,
+            detail=f"not reported: Kueue's visibility server failed ({raw.detail})",
+        )
 
     def _int(key: str) -> int | None:
         value = raw.get(key)

@@ -19,6 +19,7 @@ __all__ = [
     "Absent",
     "Diagnosis",
     "DiagnosisInput",
+    "Failed",
     "Forbidden",
     "KubeObject",
     "Layer",
@@ -51,6 +52,13 @@ class Forbidden:
 @dataclass(frozen=True)
 class Absent:
     """The object does not exist (404), or the API serving it is not installed."""
+
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The API that serves it answered with an error (e.g. Kueue's visibility server failed)."""
 
     detail: str = ""
 
@@ -88,7 +96,7 @@ class DiagnosisInput:
     resource_flavors: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
     admission_checks: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
     nodes: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
-    queue_position: Observed[KubeObject] = field(default_factory=Absent)
+    queue_position: Observed[KubeObject] | Failed = field(default_factory=Absent)
 
 
 class Stage(enum.Enum):
@@ -171,6 +179,8 @@ class Visibility(enum.Enum):
     FORBIDDEN = "FORBIDDEN"
     ABSENT = "ABSENT"
     NOT_APPLICABLE = "NOT_APPLICABLE"
+    UNAVAILABLE = "UNAVAILABLE"
+    """The API that computes it failed: not reported, rather than guessed absent."""
 
 
 class Verdict(enum.Enum):

@@ -434,7 +434,7 @@ async def _pods(
 
 async def _queue_position(
     reads_: RequestReads, namespace: str, workload: JsonObject
-) -> JsonObject | dx.Forbidden | dx.Absent:
+) -> JsonObject | dx.Forbidden | dx.Absent | dx.Failed:
     queue = spec(workload).get("queueName")
     reserved = any(
         c.get("type") == "QuotaReserved" and c.get("status") == "True"
@@ -445,11 +445,17 @@ async def _queue_position(
     access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, queue, "pendingworkloads")
     if not await reads_.may(access):
         return dx.Forbidden(f"may not get localqueues/pendingworkloads {namespace}/{queue}")
-    pending = await reads_.pending_in_local_queue(namespace, queue)
-    if pending is None:
-        return dx.Absent("Kueue's visibility API gave no pending list for this LocalQueue")
-    found = own_entry(pending, namespace, str(metadata(workload).get("name") or ""))
+    read = await reads_.pending_read(namespace, queue)
+    if read.forbidden:
+        return dx.Forbidden(f"may not get localqueues/pendingworkloads {namespace}/{queue}")
+    if read.absent:
+        return dx.Absent("Kueue's visibility API is not served")
+    found = own_entry(read.items, namespace, str(metadata(workload).get("name") or ""))
+    if found is None and read.failure is not None:
+        return dx.Failed(read.failure)
     if found is None:
+        if read.truncated:
+            return dx.Absent(f"not among the first {len(read.items)} pending Workloads read")
         return dx.Absent("not in the LocalQueue's pending list")
     entry = dict(found.item)
     if found.foreign_entries_before:
@@ -499,7 +505,7 @@ async def load_input(
     pods_read: asyncio.Future[ObservedList] = asyncio.ensure_future(
         _observe(_pods(reads_, namespace, owner_obj, workload_obj))
     )
-    position_read: asyncio.Future[ObservedObject] = _ready(dx.Absent("no Workload"))
+    position_read: asyncio.Future[ObservedObject | dx.Failed] = _ready(dx.Absent("no Workload"))
     if workload_obj is not None:
         position_read = asyncio.ensure_future(_queue_position(reads_, namespace, workload_obj))
     # The Workload's Events carry Kueue's reasons; the owner's matter only while there is no
