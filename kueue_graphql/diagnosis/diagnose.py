@@ -22,6 +22,7 @@ from kueue_graphql.diagnosis.model import (
     Absent,
     Diagnosis,
     DiagnosisInput,
+    Eviction,
     Failed,
     Forbidden,
     KubeObject,
@@ -29,6 +30,7 @@ from kueue_graphql.diagnosis.model import (
     Number,
     ObjectRef,
     PodSchedulingProblem,
+    Preemptor,
     QueuePosition,
     QuotaReport,
     Reason,
@@ -203,6 +205,8 @@ def _build(
         queue_position=position,
         next_steps=(),
         commands=(),
+        preemptor=_preemptor(ctx),
+        evictions=_evictions(ctx.workload),
     )
     return replace(
         diagnosis,
@@ -215,6 +219,48 @@ def _build(
         ),
         commands=tuple(commands_for(diagnosis)),
     )
+
+
+# "Preempted to accommodate a workload (UID: <uid>, JobUID: <uid>) due to ..." (Kueue v0.17
+# pkg/scheduler/preemption; the same shape in v0.20).
+_PREEMPTOR_UID = re.compile(r"\(UID: (?P<uid>[^,)\s]+)")
+
+
+def preemptor_uid(workload: KubeObject | None) -> str | None:
+    """The preempting Workload's UID, from the Preempted (else Evicted) condition."""
+    for type_ in ("Preempted", "Evicted"):
+        cond = condition(workload, type_)
+        if cond is not None and cond.get("status") == "True":
+            m = _PREEMPTOR_UID.search(str(cond.get("message") or ""))
+            if m:
+                return m.group("uid")
+    return None
+
+
+def _preemptor(ctx: _Context) -> Preemptor | None:
+    found_uid = preemptor_uid(ctx.workload)
+    if found_uid is None:
+        return None
+    other = _known(ctx.inp.preemptor)
+    if other is None or uid(other) != found_uid:
+        return Preemptor(uid=found_uid, workload=None, owner=None)
+    return Preemptor(
+        uid=found_uid, workload=ref(other, "Workload"), owner=_owner_from_workload(other)
+    )
+
+
+def _evictions(workload: KubeObject | None) -> tuple[Eviction, ...]:
+    out = []
+    for row in items(workload, "status", "schedulingStats", "evictions"):
+        count = row.get("count")
+        out.append(
+            Eviction(
+                reason=str(row.get("reason") or ""),
+                underlying_cause=str(row.get("underlyingCause") or ""),
+                count=count if isinstance(count, int) and not isinstance(count, bool) else 0,
+            )
+        )
+    return tuple(out)
 
 
 def _owner_from_workload(workload: KubeObject | None) -> ObjectRef | None:

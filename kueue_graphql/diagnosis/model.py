@@ -19,6 +19,7 @@ __all__ = [
     "Absent",
     "Diagnosis",
     "DiagnosisInput",
+    "Eviction",
     "Failed",
     "Forbidden",
     "KubeObject",
@@ -27,6 +28,7 @@ __all__ = [
     "ObjectRef",
     "Observed",
     "PodSchedulingProblem",
+    "Preemptor",
     "QueuePosition",
     "QuotaLine",
     "QuotaReport",
@@ -97,6 +99,9 @@ class DiagnosisInput:
     admission_checks: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
     nodes: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
     queue_position: Observed[KubeObject] | Failed = field(default_factory=Absent)
+    preemptor: Observed[KubeObject] = field(default_factory=Absent)
+    """The Workload whose UID Kueue's Preempted condition names, as the caller could find it
+    (Forbidden: she may not list Workloads where it might be)."""
 
 
 class Stage(enum.Enum):
@@ -258,6 +263,23 @@ class QueuePosition:
 
 
 @dataclass(frozen=True)
+class Eviction:
+    """One row of status.schedulingStats.evictions: how often, and why."""
+
+    reason: str
+    underlying_cause: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Preemptor:
+    uid: str
+    workload: ObjectRef | None
+    """None when the caller could not read it: its name stays hidden."""
+    owner: ObjectRef | None
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     stage: Stage
     layer: Layer
@@ -273,3 +295,5 @@ class Diagnosis:
     queue_position: QueuePosition
     next_steps: tuple[str, ...]
     commands: tuple[str, ...]
+    preemptor: Preemptor | None = None
+    evictions: tuple[Eviction, ...] = ()

@@ -19,6 +19,7 @@ import strawberry
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.core.quantity import decimal_text
+from kueue_graphql.diagnosis.diagnose import preemptor_uid
 from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY, own_entry
 from kueue_graphql.diagnosis.quantity import format_quantity
 from kueue_graphql.graph.admissioncheck import AdmissionCheck
@@ -247,6 +248,33 @@ class QueuePositionDiagnosis:
     detail: str
 
 
+@strawberry.type(description="One row of the Workload's status.schedulingStats.evictions.")
+class EvictionCount:
+    reason: str
+    underlying_cause: str
+    count: int
+
+
+@strawberry.type(
+    description="The Workload that preempted this one (from the UID in Kueue's Preempted "
+    "condition). `workload` and `job` are null when the caller may not read it: its name stays "
+    "hidden."
+)
+class PreemptorDiagnosis:
+    uid: str
+    preemptor: strawberry.Private[dx.Preemptor]
+
+    @field(description="The preempting Workload, navigable.")
+    def workload(self) -> Workload | None:
+        ref = self.preemptor.workload
+        return Workload.ref(ref.name, ref.namespace) if ref else None
+
+    @field(description="The Job that owns the preempting Workload, when it is a Job.")
+    def job(self) -> Job | None:
+        ref = self.preemptor.owner
+        return Job.ref(ref.name, ref.namespace) if ref and ref.kind == "Job" else None
+
+
 BlockingObject = Annotated[
     LocalQueue
     | ClusterQueue
@@ -374,6 +402,18 @@ class Diagnosis:
             detail=p.detail,
         )
 
+    @field(description="Who preempted the Workload, when Kueue says it was preempted.")
+    def preemptor(self) -> PreemptorDiagnosis | None:
+        p = self.result.preemptor
+        return PreemptorDiagnosis(uid=p.uid, preemptor=p) if p else None
+
+    @field(description="Eviction history from status.schedulingStats (empty where absent).")
+    def evictions(self) -> list[EvictionCount]:
+        return [
+            EvictionCount(reason=e.reason, underlying_cause=e.underlying_cause, count=e.count)
+            for e in self.result.evictions
+        ]
+
     @field(description="Plain-language remedies.")
     def next_steps(self) -> list[str]:
         return list(self.result.next_steps)
@@ -464,6 +504,29 @@ async def _queue_position(
     return entry
 
 
+async def _find_preemptor(
+    reads_: RequestReads, namespace: str, workload: JsonObject | None
+) -> ObservedObject:
+    """The Workload Kueue's Preempted condition names by UID: in the same namespace first,
+    then cluster-wide, each only as far as the caller may list Workloads."""
+    wanted = preemptor_uid(workload)
+    if wanted is None:
+        return dx.Absent("not preempted")
+    forbidden = False
+    for where in (namespace, None):
+        try:
+            listed = await reads_.list_objects(WORKLOAD, where)
+        except ForbiddenError:
+            forbidden = True
+            continue
+        for candidate in listed:
+            if metadata(candidate).get("uid") == wanted:
+                return candidate
+    if forbidden:
+        return dx.Forbidden("may not list the Workloads where the preemptor may be")
+    return dx.Absent(f"no Workload with UID {wanted} (it may have finished)")
+
+
 def _names_admission_check(cluster_queue: JsonObject) -> bool:
     return any(
         c.get("type") == "Active"
@@ -552,6 +615,8 @@ async def load_input(
         # An inactive ClusterQueue blamed on an AdmissionCheck: who should run it.
         admission_checks = await _observe(reads_.list_objects(ADMISSION_CHECK))
 
+    preemptor = await _find_preemptor(reads_, namespace, workload_obj)
+
     events, more_events = events_read.result(), pod_events.result()
     if isinstance(events, list) and isinstance(more_events, list):
         events = events + more_events
@@ -568,6 +633,7 @@ async def load_input(
         admission_checks=admission_checks,
         nodes=nodes.result(),
         queue_position=position_read.result(),
+        preemptor=preemptor,
     )
 
 

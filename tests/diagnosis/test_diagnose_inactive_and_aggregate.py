@@ -135,3 +135,47 @@ async def test_position_is_the_callers_with_same_named_workloads(
         "positionInClusterQueue": 1,
         "positionInLocalQueue": 0,
     }
+
+
+PREEMPTOR = """
+query($name: String!) {
+  diagnose(namespace: "team-a", kind: "Job", name: $name) {
+    stage
+    preemptor { uid workload { name uid } job { name } }
+    evictions { reason underlyingCause count }
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("user", [*USERS, "grace"])
+async def test_preemptor_is_navigable(server: Server, cluster: Cluster, user: str) -> None:
+    victim = cluster.get_json(
+        "workloads",
+        "-n",
+        "team-a",
+        "-l",
+        "kueue.x-k8s.io/job-uid="
+        + cluster.get_json("job", "low-priority-victim", "-n", "team-a")["metadata"]["uid"],
+    )["items"][0]
+    preemptor_job = cluster.get_json("job", "high-priority-preemptor", "-n", "team-a")
+    [preemptor] = cluster.get_json(
+        "workloads",
+        "-n",
+        "team-a",
+        "-l",
+        f"kueue.x-k8s.io/job-uid={preemptor_job['metadata']['uid']}",
+    )["items"]
+    body = await server.query(PREEMPTOR, {"name": "low-priority-victim"}, token=cluster.token(user))
+    assert "errors" not in body, body["errors"]
+    d = body["data"]["diagnose"]
+    assert d["stage"] == "PREEMPTED"
+    assert d["preemptor"] == {
+        "uid": preemptor["metadata"]["uid"],
+        "workload": {"name": preemptor["metadata"]["name"], "uid": preemptor["metadata"]["uid"]},
+        "job": {"name": "high-priority-preemptor"},
+    }
+    assert d["evictions"] == [
+        {"reason": e["reason"], "underlyingCause": e["underlyingCause"], "count": e["count"]}
+        for e in victim["status"]["schedulingStats"]["evictions"]
+    ]
