@@ -717,6 +717,8 @@ query Why($namespace: String!, $kind: String!, $name: String!) {
       reasons { code message resource object { kind name } }
     }
     queuePosition { visibility positionInClusterQueue positionInLocalQueue priority detail }
+    preemptor { uid workload { name namespace } job { name } }
+    evictions { reason underlyingCause count }
     nextSteps
     commands
   }
@@ -731,8 +733,8 @@ def _q(amount: Any) -> str:
 def render_text(d: dict[str, Any]) -> str:
     """The `diagnose` result (WHY_QUERY's shape) as text for a terminal."""
     out: list[str] = []
-    owner = d.get("owner") or {}
-    target = f"{owner.get('kind', 'Workload')}/{owner.get('name', '?')}"
+    owner = d.get("owner") or {"kind": "Workload", "name": (d.get("workload") or {}).get("name")}
+    target = f"{owner.get('kind') or 'Workload'}/{owner.get('name') or '?'}"
     out.append(f"{target}: {d['stage']} (look at: {d['layer']})")
     out.append(f"  {d['summary']}")
     workload = (d.get("workload") or {}).get("name")
@@ -797,9 +799,28 @@ def render_text(d: dict[str, Any]) -> str:
             f"Queue position: {position['positionInLocalQueue']} in LocalQueue, "
             f"{position['positionInClusterQueue']} in ClusterQueue (0 = next)"
         )
+        if position.get("detail"):
+            out.append(f"  ({position['detail']})")
     elif position["visibility"] != "NOT_APPLICABLE":
         out.append("")
         out.append(f"Queue position: {position['visibility']} ({position['detail']})")
+    preemptor = d.get("preemptor")
+    if preemptor:
+        out.append("")
+        who = preemptor.get("workload")
+        shown = (
+            f"Workload {who['name']} -n {who['namespace']}"
+            if who
+            else f"a Workload you may not read (UID {preemptor['uid']})"
+        )
+        job = (preemptor.get("job") or {}).get("name")
+        out.append(f"Preempted by: {shown}" + (f" (Job {job})" if job else ""))
+    if d.get("evictions"):
+        rows = ", ".join(
+            "/".join(filter(None, (e["reason"], e["underlyingCause"]))) + f" x{e['count']}"
+            for e in d["evictions"]
+        )
+        out.append(f"Evictions so far: {rows}")
     if d.get("nextSteps"):
         out.append("")
         out.append("Next steps:")

@@ -283,9 +283,10 @@ class RequestReads:
                 return PendingRead((), forbidden=True)
             if error.status == 404:
                 return PendingRead((), failure=None, absent=True)
-            return PendingRead(tuple(items), failure=f"HTTP {error.status}: {error}")
+            text = " ".join(str(error).split())
+            return PendingRead(tuple(items), failure=f"HTTP {error.status}: {text}")
         except ServiceError as error:
-            return PendingRead(tuple(items), failure=str(error))
+            return PendingRead(tuple(items), failure=" ".join(str(error).split()))
 
     # -- events --------------------------------------------------------------------------------
 
