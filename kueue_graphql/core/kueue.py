@@ -18,12 +18,14 @@ __all__ = [
     "GRANULAR_PENDING_REASONS",
     "KUEUE_API",
     "KUEUE_API_VERSION",
+    "KUEUE_DEPLOYMENT",
     "KUEUE_GROUP",
     "LEGACY_PENDING_REASONS",
     "VISIBILITY_API_VERSION",
     "VISIBILITY_GROUP",
     "Code",
     "CodeGroup",
+    "kueue_version_of",
 ]
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -32,6 +34,33 @@ KUEUE_API_VERSION = "v1beta2"
 KUEUE_API = f"{KUEUE_GROUP}/{KUEUE_API_VERSION}"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_API_VERSION = KUEUE_API_VERSION
+
+KUEUE_DEPLOYMENT = ("kueue-system", "kueue-controller-manager")
+"""Where Kueue's own manifests put the manager: config/default/kustomization.yaml (namespace
+kueue-system, namePrefix kueue-) over config/components/manager/manager.yaml (controller-manager,
+container "manager"); the Helm chart uses the same names by default."""
+
+
+def kueue_version_of(deployment: object) -> str | None:
+    """Kueue's version from its manager Deployment: the `app.kubernetes.io/version` label, else
+    the tag of the `manager` container's image (registry.k8s.io/kueue/kueue:v0.17.0)."""
+    if not isinstance(deployment, dict):
+        return None
+    labels = (deployment.get("metadata") or {}).get("labels") or {}
+    version = labels.get("app.kubernetes.io/version")
+    if isinstance(version, str) and version:
+        return version
+    containers = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "containers"
+    ) or []
+    for container in containers:
+        if isinstance(container, dict) and container.get("name") == "manager":
+            image = str(container.get("image") or "").split("@", 1)[0]
+            tail = image.rsplit("/", 1)[-1]
+            if ":" in tail:
+                return tail.rsplit(":", 1)[1] or None
+    return None
+
 
 # Reasons Kueue writes on QuotaReserved=False. v0.17 writes only the legacy ones; with the
 # UnadmittedWorkloadsObservability gate (on by default from v0.20) the granular ones

@@ -18,6 +18,7 @@ import strawberry
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.core.kueue import KUEUE_DEPLOYMENT, kueue_version_of
 from kueue_graphql.core.quantity import decimal_text
 from kueue_graphql.diagnosis.diagnose import preemptor_uid
 from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY, own_entry
@@ -39,6 +40,7 @@ from kueue_graphql.kube.resources import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
+    DEPLOYMENT,
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
@@ -401,6 +403,16 @@ class Diagnosis:
             priority=p.priority,
             detail=p.detail,
         )
+
+    @field(
+        description="Kueue's version, so clients know which rules applied: from its manager "
+        "Deployment (kueue-system/kueue-controller-manager: the app.kubernetes.io/version label, "
+        "else the manager image's tag) where the caller may read it; null otherwise."
+    )
+    async def kueue_version(self, info: Info) -> str | None:
+        namespace, name = KUEUE_DEPLOYMENT
+        found = await _observe(reads(info).get(DEPLOYMENT, namespace, name))
+        return kueue_version_of(found)
 
     @field(description="Who preempted the Workload, when Kueue says it was preempted.")
     def preemptor(self) -> PreemptorDiagnosis | None:

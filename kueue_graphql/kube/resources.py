@@ -57,6 +57,7 @@ POD = Resource("Pod", "", "v1", "pods", namespaced=True)
 EVENT = Resource("Event", "", "v1", "events", namespaced=True)
 NODE = Resource("Node", "", "v1", "nodes", namespaced=False)
 NAMESPACE = Resource("Namespace", "", "v1", "namespaces", namespaced=False)
+DEPLOYMENT = Resource("Deployment", "apps", "v1", "deployments", namespaced=True)
 
 # Kueue's visibility API (an aggregated API served by the Kueue manager): pending workloads in
 # queue order, as the subresource `pendingworkloads` of a LocalQueue.

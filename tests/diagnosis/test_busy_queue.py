@@ -14,13 +14,17 @@ from typing import Any
 import pytest
 
 from tests.cluster.driver import Cluster
-from tests.diagnosis.test_diagnose_cluster import why
+from tests.diagnosis.test_diagnose_cluster import DIAGNOSE
 from tests.service.conftest import Server
 
 pytestmark = pytest.mark.cluster
 
 CROWD = 1005
 LABEL = "kueue-graphql.example/test=busy-queue"
+# Its own namespace (alice is its tenant for the test's length), deleted afterwards with the
+# thousands of Events Kueue writes for these Workloads, which would otherwise weigh on every
+# namespace-wide Event list in team-a for an hour.
+NS = "busy-queue"
 TEST_LABELS = {"kueue-graphql.example/test": "busy-queue"}
 
 
@@ -48,7 +52,7 @@ def _queue(name: str) -> list[dict[str, Any]]:
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
             "kind": "LocalQueue",
-            "metadata": {"name": f"lq-{name}", "namespace": "team-a", "labels": TEST_LABELS},
+            "metadata": {"name": f"lq-{name}", "namespace": NS, "labels": TEST_LABELS},
             "spec": {"clusterQueue": f"cq-{name}"},
         },
     ]  # fmt: skip
@@ -83,7 +87,7 @@ def _workload(name: str, queue: str, priority: int | None) -> dict[str, Any]:
         "kind": "Workload",
         "metadata": {
             "name": name,
-            "namespace": "team-a",
+            "namespace": NS,
             "labels": TEST_LABELS,
         },
         "spec": spec,
@@ -94,7 +98,7 @@ def _pending(cluster: Cluster, queue: str, limit: int, offset: int) -> list[Any]
     out = cluster.kubectl(
         "get",
         "--raw",
-        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/{queue}"
+        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/{queue}"
         f"/pendingworkloads?limit={limit}&offset={offset}",
         check=False,
     )
@@ -103,7 +107,23 @@ def _pending(cluster: Cluster, queue: str, limit: int, offset: int) -> list[Any]
 
 @pytest.fixture(scope="module")
 def busy(cluster: Cluster) -> Iterator[None]:
-    objects = _queue("crowd") + _queue("no-priority")
+    objects: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": TEST_LABELS}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "alice-tenant-reader", "namespace": NS},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "kueue-graphql-tenant-reader",
+            },
+            "subjects": [
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}
+            ],
+        },
+    ]
+    objects += _queue("crowd") + _queue("no-priority")
     # Created first, with the higher priority: every one of them is ahead of crowd-last.
     objects += [_workload(f"crowd-{i:04d}", "lq-crowd", 10) for i in range(CROWD - 1)]
     objects += [_workload("crowd-last", "lq-crowd", 0)]
@@ -125,10 +145,9 @@ def busy(cluster: Cluster) -> Iterator[None]:
         yield
     finally:
         for kind in ("workloads", "localqueues"):
-            cluster.kubectl(
-                "delete", kind, "-n", "team-a", "-l", LABEL, "--wait=false", check=False
-            )
+            cluster.kubectl("delete", kind, "-n", NS, "-l", LABEL, "--wait=false", check=False)
         cluster.kubectl("delete", "clusterqueues", "-l", LABEL, check=False, timeout=300)
+        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
 
 @pytest.mark.parametrize("user", ["alice", "viewer"])
@@ -138,7 +157,7 @@ async def test_position_past_1000(server: Server, cluster: Cluster, busy: None, 
         cluster.kubectl(
             "get",
             "--raw",
-            "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/lq-crowd"
+            f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/lq-crowd"
             "/pendingworkloads",
         ).stdout
     )["items"]
@@ -150,7 +169,11 @@ async def test_position_past_1000(server: Server, cluster: Cluster, busy: None, 
         if i["metadata"]["name"] == "crowd-last"
     ]
     assert own["positionInLocalQueue"] == CROWD - 1
-    d = await why(server, cluster, user, "crowd-last", kind="Workload")
+    body = await server.query(
+        DIAGNOSE, {"ns": NS, "kind": "Workload", "name": "crowd-last"}, token=cluster.token(user)
+    )
+    assert "errors" not in body, body.get("errors")
+    d = body["data"]["diagnose"]
     assert d["queuePosition"]["visibility"] == "AVAILABLE", d["queuePosition"]
     assert d["queuePosition"]["positionInLocalQueue"] == own["positionInLocalQueue"]
     assert d["queuePosition"]["positionInClusterQueue"] == own["positionInClusterQueue"]
@@ -163,13 +186,13 @@ async def test_visibility_failure_is_said(
     answer = cluster.kubectl(
         "get",
         "--raw",
-        "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/lq-no-priority"
+        f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/lq-no-priority"
         "/pendingworkloads",
         check=False,
     )
     assert answer.returncode != 0  # Kueue v0.17's visibility server fails for this queue
     body = await server.query(
-        '{ diagnose(namespace: "team-a", kind: "Workload", name: "no-priority") '
+        f'{{ diagnose(namespace: "{NS}", kind: "Workload", name: "no-priority") '
         "{ queuePosition { visibility detail positionInLocalQueue } } }",
         token=cluster.token(user),
     )

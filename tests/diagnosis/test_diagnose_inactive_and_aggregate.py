@@ -179,3 +179,19 @@ async def test_preemptor_is_navigable(server: Server, cluster: Cluster, user: st
         {"reason": e["reason"], "underlyingCause": e["underlyingCause"], "count": e["count"]}
         for e in victim["status"]["schedulingStats"]["evictions"]
     ]
+
+
+@pytest.mark.parametrize("user", [*USERS, "admin"])
+async def test_kueue_version_is_null_without_a_kueue_deployment(
+    server: Server, cluster: Cluster, user: str
+) -> None:
+    # tests/cluster runs Kueue as a process: there is no kueue-system/kueue-controller-manager
+    found = cluster.kubectl(
+        "get", "deployment", "kueue-controller-manager", "-n", "kueue-system", check=False
+    )
+    assert found.returncode != 0
+    body = await server.query(
+        '{ diagnose(namespace: "team-a", kind: "Job", name: "too-big-3x1cpu") { kueueVersion } }',
+        token=cluster.token(user),
+    )
+    assert body["data"]["diagnose"] == {"kueueVersion": None}, body

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.core.kueue import kueue_version_of
 from kueue_graphql.diagnosis import Absent, Forbidden, Stage, Verdict, diagnose
 from tests.diagnosis.captured import as_input, load
 
@@ -125,3 +126,26 @@ def test_cluster_queue_inactive_causes(
     # never FITS_NOW while the queue admits nothing (this Workload also never fits: 3 > 2)
     assert d.quota.verdict in (Verdict.NEVER_FITS, Verdict.QUEUE_INACTIVE)
     assert not any("resume clusterqueue" in s for s in d.next_steps)
+
+
+def _deployment(image: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    # config/components/manager/manager.yaml with config/default/kustomization.yaml applied
+    # (namespace kueue-system, namePrefix kueue-), image set as a release does
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "kueue-controller-manager",
+            "namespace": "kueue-system",
+            "labels": {"control-plane": "controller-manager", **(labels or {})},
+        },
+        "spec": {"template": {"spec": {"containers": [{"name": "manager", "image": image}]}}},
+    }
+
+
+def test_kueue_version_from_its_deployment() -> None:
+    assert kueue_version_of(_deployment("registry.k8s.io/kueue/kueue:v0.20.0")) == "v0.20.0"
+    assert kueue_version_of(_deployment("localhost:5000/kueue@sha256:abc")) is None
+    labelled = _deployment("x/kueue:main", {"app.kubernetes.io/version": "v0.17.0"})
+    assert kueue_version_of(labelled) == "v0.17.0"
+    assert kueue_version_of(Forbidden("no")) is None
