@@ -31,7 +31,7 @@ from kueue_graphql.diagnosis.model import (
 )
 from kueue_graphql.diagnosis.objects import items, name, text
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
-from kueue_graphql.diagnosis.requests import PodSetRequest
+from kueue_graphql.diagnosis.requests import PodSetRequest, total_needs
 
 __all__ = [
     "CohortTree",
@@ -239,14 +239,6 @@ class CohortTree:
         return result
 
 
-def _needs(requests: Sequence[PodSetRequest]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for ps in requests:
-        for res, value in ps.total.items():
-            out[res] = out.get(res, ZERO) + value
-    return out
-
-
 def _assigned(requests: Sequence[PodSetRequest]) -> dict[FlavorResource, Fraction]:
     out: dict[FlavorResource, Fraction] = {}
     for ps in requests:
@@ -262,6 +254,7 @@ def assess_quota(
     cluster_queue: KubeObject,
     requests: Sequence[PodSetRequest],
     holds_reservation: bool,
+    queue_inactive: bool = False,
     cluster_queues: Sequence[KubeObject] | None,
     cohorts: Sequence[KubeObject] | None,
 ) -> QuotaReport:
@@ -287,7 +280,7 @@ def assess_quota(
         wanted = _assigned(requests)
     else:
         wanted = {}
-        for res, value in _needs(requests).items():
+        for res, value in total_needs(list(requests)).items():
             flavors = candidate_flavors(cluster_queue, res) or [""]
             for flavor in flavors:
                 wanted[(flavor, res)] = value
@@ -335,6 +328,8 @@ def assess_quota(
                 limited_by = "NOMINAL_QUOTA"
         if quota is None and not holds_reservation:
             limited_by = "NOT_IN_CLUSTER_QUEUE"
+        if queue_inactive and not holds_reservation and verdict is not Verdict.NEVER_FITS:
+            verdict = Verdict.QUEUE_INACTIVE
         lines.append(
             QuotaLine(
                 flavor=flavor,
@@ -370,7 +365,13 @@ def overall_verdict(lines: Sequence[QuotaLine], cluster_queue: KubeObject) -> Ve
     """Best flavor per resource group, worst across groups (Kueue tries flavors in order)."""
     if not lines:
         return None
-    rank = {Verdict.NEVER_FITS: 0, Verdict.UNKNOWN: 1, Verdict.MUST_WAIT: 2, Verdict.FITS_NOW: 3}
+    rank = {
+        Verdict.NEVER_FITS: 0,
+        Verdict.QUEUE_INACTIVE: 1,
+        Verdict.UNKNOWN: 2,
+        Verdict.MUST_WAIT: 3,
+        Verdict.FITS_NOW: 4,
+    }
     by_group: dict[int, dict[str, list[Verdict]]] = {}
     groups = items(cluster_queue, "spec", "resourceGroups")
     for line in lines:

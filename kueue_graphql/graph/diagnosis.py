@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import strawberry
 
 from kueue_graphql import diagnosis as dx
+from kueue_graphql.core.kueue import KUEUE_DEPLOYMENT, kueue_version_of
 from kueue_graphql.core.quantity import decimal_text
 from kueue_graphql.diagnosis.quantity import format_quantity
 from kueue_graphql.graph.admissioncheck import AdmissionCheck
@@ -25,7 +26,8 @@ from kueue_graphql.graph.node import Node
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
 from kueue_graphql.graph.workload import Workload
-from kueue_graphql.lookups import diagnosis_input_for_owner
+from kueue_graphql.kube.resources import DEPLOYMENT
+from kueue_graphql.lookups import diagnosis_input_for_owner, observe
 
 __all__ = [
     "WHY_QUERY",
@@ -223,6 +225,33 @@ class QueuePositionDiagnosis:
     detail: str
 
 
+@strawberry.type(description="One row of the Workload's status.schedulingStats.evictions.")
+class EvictionCount:
+    reason: str
+    underlying_cause: str
+    count: int
+
+
+@strawberry.type(
+    description="The Workload that preempted this one (from the UID in Kueue's Preempted "
+    "condition). `workload` and `job` are null when the caller may not read it: its name stays "
+    "hidden."
+)
+class PreemptorDiagnosis:
+    uid: str
+    preemptor: strawberry.Private[dx.Preemptor]
+
+    @field(description="The preempting Workload, navigable.")
+    def workload(self) -> Workload | None:
+        ref = self.preemptor.workload
+        return Workload.ref(ref.name, ref.namespace) if ref else None
+
+    @field(description="The Job that owns the preempting Workload, when it is a Job.")
+    def job(self) -> Job | None:
+        ref = self.preemptor.owner
+        return Job.ref(ref.name, ref.namespace) if ref and ref.kind == "Job" else None
+
+
 BlockingObject = Annotated[
     LocalQueue
     | ClusterQueue
@@ -350,6 +379,28 @@ class Diagnosis:
             detail=p.detail,
         )
 
+    @field(
+        description="Kueue's version, so clients know which rules applied: from its manager "
+        "Deployment (kueue-system/kueue-controller-manager: the app.kubernetes.io/version label, "
+        "else the manager image's tag) where the caller may read it; null otherwise."
+    )
+    async def kueue_version(self, info: Info) -> str | None:
+        namespace, name = KUEUE_DEPLOYMENT
+        found = await observe(reads(info).get(DEPLOYMENT, namespace, name))
+        return kueue_version_of(found)
+
+    @field(description="Who preempted the Workload, when Kueue says it was preempted.")
+    def preemptor(self) -> PreemptorDiagnosis | None:
+        p = self.result.preemptor
+        return PreemptorDiagnosis(uid=p.uid, preemptor=p) if p else None
+
+    @field(description="Eviction history from status.schedulingStats (empty where absent).")
+    def evictions(self) -> list[EvictionCount]:
+        return [
+            EvictionCount(reason=e.reason, underlying_cause=e.underlying_cause, count=e.count)
+            for e in self.result.evictions
+        ]
+
     @field(description="Plain-language remedies.")
     def next_steps(self) -> list[str]:
         return list(self.result.next_steps)
@@ -411,6 +462,8 @@ query Why($namespace: String!, $kind: String!, $name: String!) {
       reasons { code message resource object { kind name } }
     }
     queuePosition { visibility positionInClusterQueue positionInLocalQueue priority detail }
+    preemptor { uid workload { name namespace } job { name } }
+    evictions { reason underlyingCause count }
     nextSteps
     commands
   }
@@ -425,8 +478,8 @@ def _q(amount: Any) -> str:
 def render_text(d: dict[str, Any]) -> str:
     """The `diagnose` result (WHY_QUERY's shape) as text for a terminal."""
     out: list[str] = []
-    owner = d.get("owner") or {}
-    target = f"{owner.get('kind', 'Workload')}/{owner.get('name', '?')}"
+    owner = d.get("owner") or {"kind": "Workload", "name": (d.get("workload") or {}).get("name")}
+    target = f"{owner.get('kind') or 'Workload'}/{owner.get('name') or '?'}"
     out.append(f"{target}: {d['stage']} (look at: {d['layer']})")
     out.append(f"  {d['summary']}")
     workload = (d.get("workload") or {}).get("name")
@@ -491,9 +544,28 @@ def render_text(d: dict[str, Any]) -> str:
             f"Queue position: {position['positionInLocalQueue']} in LocalQueue, "
             f"{position['positionInClusterQueue']} in ClusterQueue (0 = next)"
         )
+        if position.get("detail"):
+            out.append(f"  ({position['detail']})")
     elif position["visibility"] != "NOT_APPLICABLE":
         out.append("")
         out.append(f"Queue position: {position['visibility']} ({position['detail']})")
+    preemptor = d.get("preemptor")
+    if preemptor:
+        out.append("")
+        who = preemptor.get("workload")
+        shown = (
+            f"Workload {who['name']} -n {who['namespace']}"
+            if who
+            else f"a Workload you may not read (UID {preemptor['uid']})"
+        )
+        job = (preemptor.get("job") or {}).get("name")
+        out.append(f"Preempted by: {shown}" + (f" (Job {job})" if job else ""))
+    if d.get("evictions"):
+        rows = ", ".join(
+            "/".join(filter(None, (e["reason"], e["underlyingCause"]))) + f" x{e['count']}"
+            for e in d["evictions"]
+        )
+        out.append(f"Evictions so far: {rows}")
     if d.get("nextSteps"):
         out.append("")
         out.append("Next steps:")
