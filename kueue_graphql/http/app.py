@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cross_web import HTTPException
@@ -33,7 +33,7 @@ from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, local_asset_page
 from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
 from kueue_graphql.http.settings import AuthMode, ServerSettings
-from kueue_graphql.kube.authz import Authorizer
+from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.transport import build_api_client, close_api_client
 
@@ -48,6 +48,8 @@ class Services:
     kube: KubeClient
     authenticator: Authenticator
     authorizer: Authorizer
+    # Why the service's own identity cannot serve callers (empty: it can); /readyz reports it.
+    identity_problems: list[str] = field(default_factory=list)
 
 
 def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
@@ -216,7 +218,13 @@ async def readyz(request: Request) -> Response:
     try:
         await services.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=1))
     except ServiceError:
-        return PlainTextResponse("Kubernetes API server unreachable", status_code=503)
+        host = services.kube.api_client.configuration.host
+        return PlainTextResponse(f"Kubernetes API server {host} unreachable", status_code=503)
+    if services.identity_problems:
+        # Asked again, so that a ClusterRoleBinding added later makes the pod ready.
+        services.identity_problems = await service_identity_problems(services.kube)
+        if services.identity_problems:
+            return PlainTextResponse("\n".join(services.identity_problems), status_code=503)
     return PlainTextResponse("ok")
 
 
@@ -240,6 +248,10 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             log.info(
                 "auth mode token-review: callers are identified by TokenReview and impersonated"
             )
+            problems = await service_identity_problems(client)
+            app.state.services.identity_problems = problems
+            for problem in problems:
+                log.error("not ready: %s", problem)
         try:
             yield
         finally:

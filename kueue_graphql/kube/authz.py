@@ -116,3 +116,40 @@ class Authorizer:
         except ApiStatusError as error:
             raise UnavailableError(f"access review failed ({error.status})") from error
         return bool((review.get("status") or {}).get("allowed"))
+
+
+# What the service's own identity needs in token-review mode: without these every query fails.
+SERVICE_IDENTITY_NEEDS = (
+    ("authentication.k8s.io", "tokenreviews", "review callers' tokens"),
+    ("authorization.k8s.io", "subjectaccessreviews", "check callers' access"),
+)
+
+
+async def service_identity_problems(client: KubeClient) -> list[str]:
+    """Ask the API server (SelfSubjectAccessReview) whether the service's own identity may
+    create TokenReviews and SubjectAccessReviews; one sentence per missing permission."""
+    problems = []
+    for group, resource, purpose in SERVICE_IDENTITY_NEEDS:
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {"verb": "create", "group": group, "resource": resource}
+            },
+        }
+        try:
+            review = await client.request_json(
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                meter=ApiCallMeter(budget=1),
+                body=body,
+            )
+        except (ApiStatusError, UnavailableError) as error:
+            problems.append(f"could not check whether it may create {resource}: {error}")
+            continue
+        if not (review.get("status") or {}).get("allowed"):
+            problems.append(
+                f"the service's identity may not create {resource}.{group} (needed to {purpose}); "
+                "run it with the chart's ServiceAccount or grant the ClusterRole in docs/service.md"
+            )
+    return problems

@@ -74,11 +74,18 @@ class ApiStatusError(ServiceError):
 
 def impersonation_headers(identity: Identity) -> dict[str, str | list[str]]:
     headers: dict[str, str | list[str]] = {"Impersonate-User": identity.username}
+    if identity.service_account is not None:
+        # A ServiceAccount is impersonated by its name alone: the API server adds its fixed
+        # groups itself, and constrained impersonation (`impersonate:serviceaccount`, KEP-5284)
+        # refuses a ServiceAccount with a uid, groups or extras. Its extras (bound-token pod and
+        # node names) do not enter an RBAC decision.
+        return headers
     if identity.uid:
         headers["Impersonate-Uid"] = identity.uid
-    if identity.groups:
+    groups = [group for group in identity.groups if group]
+    if groups:
         # A list: the REST layer sends one Impersonate-Group line per group.
-        headers["Impersonate-Group"] = list(identity.groups)
+        headers["Impersonate-Group"] = groups
     for key, values in identity.extra:
         # Extra keys travel in a header name, so Kubernetes requires them percent-encoded.
         headers[f"Impersonate-Extra-{quote(key, safe='')}"] = list(values)
@@ -134,7 +141,13 @@ class KubeClient:
             finally:
                 response.release()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
-            log.warning("API server unreachable for %s %s: %s", method, path, type(error).__name__)
+            log.warning(
+                "API server %s unreachable for %s %s: %s",
+                self.api_client.configuration.host,
+                method,
+                path,
+                type(error).__name__,
+            )
             raise UnavailableError(
                 "the Kubernetes API server is unreachable or too slow"
             ) from error

@@ -69,3 +69,38 @@ async def test_deadline_stops_calls_before_they_are_sent() -> None:
         with pytest.raises(Exception, match="deadline exceeded"):
             await stub.kube.request_json("GET", "/version", meter=meter)
     assert stub.requests == []
+
+
+async def test_a_service_account_is_impersonated_by_its_name_alone() -> None:
+    # Constrained impersonation (impersonate:serviceaccount) refuses a ServiceAccount sent with
+    # a uid, groups or extras; the API server fills in its groups.
+    bot = Identity.from_user_info(
+        {
+            "username": "system:serviceaccount:team-a:ci-bot",
+            "uid": "0d5c",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:team-a"],
+            "extra": {"authentication.kubernetes.io/credential-id": ["JTI=1"]},
+        }
+    )
+    async with apiserver_stub(ok) as stub:
+        await stub.kube.request_json(
+            "GET", "/api/v1/namespaces", meter=ApiCallMeter(budget=5), as_identity=bot
+        )
+    impersonation = [
+        (k.lower(), v) for k, v in stub.requests[0].headers if k.lower().startswith("impersonate-")
+    ]
+    assert impersonation == [("impersonate-user", "system:serviceaccount:team-a:ci-bot")]
+
+
+async def test_an_empty_group_is_never_sent() -> None:
+    # A token file line with an empty group column gives TokenReview groups ["", ...].
+    alice = Identity.from_user_info(
+        {"username": "alice", "uid": "u1", "groups": ["", "system:authenticated"]}
+    )
+    assert alice.groups == ("system:authenticated",)
+    async with apiserver_stub(ok) as stub:
+        await stub.kube.request_json(
+            "GET", "/api/v1/namespaces", meter=ApiCallMeter(budget=5), as_identity=alice
+        )
+    groups = [v for k, v in stub.requests[0].headers if k.lower() == "impersonate-group"]
+    assert groups == ["system:authenticated"]
