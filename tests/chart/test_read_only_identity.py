@@ -154,7 +154,13 @@ def test_its_own_rules_hold_no_write_verb(
         )
     )
     result = cluster.kubectl(
-        "create", "--validate=false", "-f", str(review), "-o", "json", kubeconfig=service_account_kubeconfig
+        "create",
+        "--validate=false",
+        "-f",
+        str(review),
+        "-o",
+        "json",
+        kubeconfig=service_account_kubeconfig,
     )
     rules = json.loads(result.stdout)["status"]["resourceRules"]
     writes = {"create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "*"}
