@@ -44,6 +44,7 @@ from kueue_graphql.kube.resources import (
     RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
+    canonical_kind,
 )
 
 __all__ = [
@@ -573,6 +574,7 @@ class DiagnosisQuery:
     )
     async def diagnose(self, info: Info, namespace: str, kind: str, name: str) -> Diagnosis | None:
         reads_ = reads(info)
+        kind = canonical_kind(kind)
         if kind == "Workload":
             return await diagnose_workload(info, await reads_.get(WORKLOAD, namespace, name))
         owner: JsonObject | dx.Forbidden | dx.Absent = dx.Absent(f"no {kind} resource known")

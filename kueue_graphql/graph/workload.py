@@ -29,7 +29,7 @@ from kueue_graphql.graph.common import (
 from kueue_graphql.graph.pagination import Connection, paginate
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.reads import RequestReads
-from kueue_graphql.kube.resources import LOCAL_QUEUE, OWNER_KINDS, WORKLOAD
+from kueue_graphql.kube.resources import LOCAL_QUEUE, OWNER_KINDS, WORKLOAD, canonical_kind
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -362,6 +362,7 @@ async def find_workload_for(
     reads_: RequestReads, namespace: str, kind: str, name: str
 ) -> JsonObject:
     """The Workload a Job (or other owner) made, found by owner uid label when possible."""
+    kind = canonical_kind(kind)
     owner_resource = OWNER_KINDS.get(kind)
     owner_uid: str | None = None
     if owner_resource is not None:
@@ -383,7 +384,11 @@ async def find_workload_for(
         for ref in metadata(workload).get("ownerReferences") or []:
             if owner_uid and ref.get("uid") == owner_uid:
                 return True
-            if not owner_uid and ref.get("kind") == kind and ref.get("name") == name:
+            if (
+                not owner_uid
+                and str(ref.get("kind", "")).lower() == kind.lower()
+                and ref.get("name") == name
+            ):
                 return True
         return False
 

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cross_web import HTTPException
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -29,9 +31,11 @@ from kueue_graphql.auth import (
 )
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError
+from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, local_asset_page
 from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
+from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ServerSettings
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
@@ -145,6 +149,10 @@ class GraphQLView(GraphQL[RequestContext, None]):
         for error in result.errors or []:
             if (error.extensions or {}).get("code") == ErrorCode.UNAUTHENTICATED.value:
                 raise TokenRejectedError(error.message)
+        record = request_record(request.scope)
+        if record is not None:
+            codes = [(e.extensions or {}).get("code") for e in result.errors or []]
+            record.outcome = str(codes[0] or ErrorCode.INTERNAL.value) if codes else "OK"
         return await super().process_result(request, result)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
@@ -155,13 +163,17 @@ class GraphQLView(GraphQL[RequestContext, None]):
         async def authenticate(meter: ApiCallMeter) -> Any:
             return await authenticator.authenticate(token, meter)
 
-        return RequestContext.create(
+        context = RequestContext.create(
             client=services.kube,
             authorizer=services.authorizer,
             authenticate=authenticate,
             impersonate=authenticator.impersonates,
             limits=self.settings.request_limits,
         )
+        record = request_record(request.scope)
+        if record is not None:
+            record.context = context
+        return context
 
 
 class GraphQLGate:
@@ -213,6 +225,10 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
+async def metrics(request: Request) -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
 async def readyz(request: Request) -> Response:
     services: Services = request.app.state.services
     try:
@@ -262,6 +278,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
+        Route("/metrics", metrics),
         Route(
             "/graphql",
             GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
@@ -274,6 +291,17 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     return Starlette(
         routes=routes,
         middleware=[
+            Middleware(RequestLog),
+            # Browser pages on the listed origins may call /graphql with their own bearer token
+            # (no cookies: the token is sent explicitly, so credentials stay off).
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_allow_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type", REQUEST_ID_HEADER],
+                expose_headers=[REQUEST_ID_HEADER],
+                max_age=600,
+            ),
             Middleware(DropImpersonationHeaders),
             Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
             # One second of grace so the API-call deadline (the precise one) fires first.

@@ -15,6 +15,7 @@ from cachetools import TTLCache
 
 from kueue_graphql.core.errors import UnavailableError
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.metrics import ACCESS_DECISIONS
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
 from kueue_graphql.kube.resources import Resource
 
@@ -75,10 +76,13 @@ class Authorizer:
         key = self._key(identity, access)
         cached = self._decisions.get(key)
         if cached is not None:
+            ACCESS_DECISIONS.labels("cache_hit").inc()
             return cached
         pending = self._in_flight.get(key)
         if pending is not None:
+            ACCESS_DECISIONS.labels("shared").inc()
             return await asyncio.shield(pending)
+        ACCESS_DECISIONS.labels("reviewed").inc()
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:

@@ -19,6 +19,7 @@ import aiohttp
 
 from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.metrics import API_CALL_SECONDS, API_CALLS, api_resource, api_verb
 from kueue_graphql.kube.transport import IMPERSONATE_PREFIX
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,8 @@ class KubeClient:
         for name in self.api_client.default_headers:
             if name.lower().startswith(IMPERSONATE_PREFIX):
                 raise RuntimeError("shared ApiClient carries an Impersonate-* default header")
+        verb, resource = api_verb(method, path), api_resource(path)
+        started = time.monotonic()
         try:
             response = await self.api_client.call_api(
                 path,
@@ -141,6 +144,7 @@ class KubeClient:
             finally:
                 response.release()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            API_CALLS.labels(verb, resource, "error").inc()
             log.warning(
                 "API server %s unreachable for %s %s: %s",
                 self.api_client.configuration.host,
@@ -151,6 +155,8 @@ class KubeClient:
             raise UnavailableError(
                 "the Kubernetes API server is unreachable or too slow"
             ) from error
+        API_CALLS.labels(verb, resource, str(status)).inc()
+        API_CALL_SECONDS.labels(verb, resource).observe(time.monotonic() - started)
         if 200 <= status < 300:
             decoded = json.loads(payload)
             if not isinstance(decoded, dict):
