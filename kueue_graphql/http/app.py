@@ -33,7 +33,12 @@ from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError
 from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
-from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, local_asset_page
+from kueue_graphql.http.graphiql import (
+    ASSETS_MOUNT,
+    GraphiQLAssets,
+    headerless_page,
+    local_asset_page,
+)
 from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ServerSettings
@@ -104,8 +109,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
         self.settings = settings
         # GraphiQL would keep the Authorization header (a bearer token) in the browser's
         # localStorage; keep it only for the page's lifetime.
-        html: str = super().graphql_ide_html
-        html = html.replace("shouldPersistHeaders: true", "shouldPersistHeaders: false")
+        html: str = headerless_page(super().graphql_ide_html)
         if settings.graphiql and settings.graphiql_assets is not None:
             # Its JavaScript and CSS from this server instead of unpkg.com.
             html = local_asset_page(html)
