@@ -4,7 +4,6 @@ ServiceAccount the way a pod runs it (in-cluster configuration)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import yaml
 from tests.cluster import build
 from tests.cluster.driver import Cluster
 from tests.cluster.progress import Progress
+from tests.service.conftest import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "kueue-graphql"
@@ -80,13 +80,6 @@ def token_kubeconfig(cluster: Cluster, token: str, directory: Path, name: str) -
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass
 class InClusterServer:
     url: str
@@ -122,7 +115,7 @@ def start_in_cluster(
     (secrets / "namespace").write_text(namespace)
     POD_SECRETS.mkdir(parents=True, exist_ok=True)
     api = urlparse(cluster.api_url)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env.update(
         {

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -23,19 +22,13 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.driver import Cluster
+from tests.service.conftest import free_port
 
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
 ASSETS = REPO / ".cache" / "graphiql-assets"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -54,7 +47,7 @@ class Process:
         return lines
 
 
-PAGE_PORT = _free_port()
+PAGE_PORT = free_port()
 ALLOWED_ORIGIN = f"http://127.0.0.1:{PAGE_PORT}"
 # The same page server, reached by another name: another origin, not on the allow list.
 REFUSED_ORIGIN = f"http://localhost:{PAGE_PORT}"
@@ -75,7 +68,7 @@ def graphiql_assets() -> Path:
 def served(
     cluster: Cluster, graphiql_assets: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Process]:
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
     command = [
         sys.executable,
