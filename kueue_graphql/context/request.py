@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
@@ -35,10 +35,25 @@ class LazyIdentity:
         self._authenticate = authenticate
         self._task: asyncio.Task[Identity] | None = None
 
+    def known(self) -> Identity | None:
+        """The identity, if this request has already authenticated successfully."""
+        task = self._task
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
+
     async def __call__(self) -> Identity:
         if self._task is None:
             self._task = asyncio.ensure_future(self._authenticate())
         return await asyncio.shield(self._task)
+
+
+@dataclass
+class Operation:
+    """What the request turned out to be, filled in during execution, read by the access log."""
+
+    name: str | None = None
+    type: str = "none"  # query, mutation, subscription; none: refused before parsing
 
 
 @dataclass
@@ -47,6 +62,7 @@ class RequestContext:
     meter: ApiCallMeter
     identity: LazyIdentity
     limits: RequestLimits
+    operation: Operation = field(default_factory=Operation)
 
     @classmethod
     def create(

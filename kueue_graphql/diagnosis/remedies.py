@@ -300,11 +300,13 @@ def commands_for(d: Diagnosis) -> Iterator[str]:
     )
     if kueue_side and d.local_queue and ns:
         yield _cmd("kubectl", "get", "localqueue", d.local_queue, "-n", ns, "-o", "yaml")
-    if kueue_side and d.cluster_queue:
+    # A ClusterQueue that does not exist has nothing to show (and `kubectl get` fails on it).
+    if kueue_side and d.cluster_queue and d.quota.visibility is not Visibility.ABSENT:
         yield _cmd("kubectl", "get", "clusterqueue", d.cluster_queue, "-o", "yaml")
-        if d.quota.visibility is not Visibility.ABSENT:
-            yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
-    if d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION and d.local_queue and ns:
+        yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
+    # A stopped queue is not in Kueue's queue manager: the visibility API answers NotFound.
+    stopped = any(str(r.code) in ("LocalQueueStopped", "ClusterQueueStopped") for r in d.reasons)
+    if d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION and d.local_queue and ns and not stopped:
         yield _cmd(
             "kubectl", "get", "--raw",
             f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/"

@@ -6,12 +6,14 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cross_web import HTTPException
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -29,11 +31,18 @@ from kueue_graphql.auth import (
 )
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError
+from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
-from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, local_asset_page
+from kueue_graphql.http.graphiql import (
+    ASSETS_MOUNT,
+    GraphiQLAssets,
+    headerless_page,
+    local_asset_page,
+)
 from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
+from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ServerSettings
-from kueue_graphql.kube.authz import Authorizer
+from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.transport import build_api_client, close_api_client
 
@@ -48,6 +57,8 @@ class Services:
     kube: KubeClient
     authenticator: Authenticator
     authorizer: Authorizer
+    # Why the service's own identity cannot serve callers (empty: it can); /readyz reports it.
+    identity_problems: list[str] = field(default_factory=list)
 
 
 def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
@@ -98,8 +109,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
         self.settings = settings
         # GraphiQL would keep the Authorization header (a bearer token) in the browser's
         # localStorage; keep it only for the page's lifetime.
-        html: str = super().graphql_ide_html
-        html = html.replace("shouldPersistHeaders: true", "shouldPersistHeaders: false")
+        html: str = headerless_page(super().graphql_ide_html)
         if settings.graphiql and settings.graphiql_assets is not None:
             # Its JavaScript and CSS from this server instead of unpkg.com.
             html = local_asset_page(html)
@@ -143,6 +153,10 @@ class GraphQLView(GraphQL[RequestContext, None]):
         for error in result.errors or []:
             if (error.extensions or {}).get("code") == ErrorCode.UNAUTHENTICATED.value:
                 raise TokenRejectedError(error.message)
+        record = request_record(request.scope)
+        if record is not None:
+            codes = [(e.extensions or {}).get("code") for e in result.errors or []]
+            record.outcome = str(codes[0] or ErrorCode.INTERNAL.value) if codes else "OK"
         return await super().process_result(request, result)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
@@ -153,13 +167,17 @@ class GraphQLView(GraphQL[RequestContext, None]):
         async def authenticate(meter: ApiCallMeter) -> Any:
             return await authenticator.authenticate(token, meter)
 
-        return RequestContext.create(
+        context = RequestContext.create(
             client=services.kube,
             authorizer=services.authorizer,
             authenticate=authenticate,
             impersonate=authenticator.impersonates,
             limits=self.settings.request_limits,
         )
+        record = request_record(request.scope)
+        if record is not None:
+            record.context = context
+        return context
 
 
 class GraphQLGate:
@@ -211,12 +229,22 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
+async def metrics(request: Request) -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
 async def readyz(request: Request) -> Response:
     services: Services = request.app.state.services
     try:
         await services.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=1))
     except ServiceError:
-        return PlainTextResponse("Kubernetes API server unreachable", status_code=503)
+        host = services.kube.api_client.configuration.host
+        return PlainTextResponse(f"Kubernetes API server {host} unreachable", status_code=503)
+    if services.identity_problems:
+        # Asked again, so that a ClusterRoleBinding added later makes the pod ready.
+        services.identity_problems = await service_identity_problems(services.kube)
+        if services.identity_problems:
+            return PlainTextResponse("\n".join(services.identity_problems), status_code=503)
     return PlainTextResponse("ok")
 
 
@@ -240,6 +268,10 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             log.info(
                 "auth mode token-review: callers are identified by TokenReview and impersonated"
             )
+            problems = await service_identity_problems(client)
+            app.state.services.identity_problems = problems
+            for problem in problems:
+                log.error("not ready: %s", problem)
         try:
             yield
         finally:
@@ -250,6 +282,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
+        Route("/metrics", metrics),
         Route(
             "/graphql",
             GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
@@ -262,6 +295,17 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     return Starlette(
         routes=routes,
         middleware=[
+            Middleware(RequestLog),
+            # Browser pages on the listed origins may call /graphql with their own bearer token
+            # (no cookies: the token is sent explicitly, so credentials stay off).
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_allow_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type", REQUEST_ID_HEADER],
+                expose_headers=[REQUEST_ID_HEADER],
+                max_age=600,
+            ),
             Middleware(DropImpersonationHeaders),
             Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
             # One second of grace so the API-call deadline (the precise one) fires first.

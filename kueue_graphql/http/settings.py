@@ -29,5 +29,7 @@ class ServerSettings:
     api_request_timeout_seconds: float = 10.0
     authz_cache_ttl_seconds: float = 10.0
     token_cache_ttl_seconds: float = 30.0
+    # Browser origins (scheme://host[:port]) allowed to call /graphql (CORS); none by default.
+    cors_allow_origins: tuple[str, ...] = ()
     query_limits: QueryLimits = field(default_factory=QueryLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)

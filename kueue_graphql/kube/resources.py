@@ -67,3 +67,18 @@ VISIBILITY_LOCAL_QUEUE = Resource(
 
 # Owner kinds `workloadFor` can navigate by type, keyed by Kubernetes kind.
 OWNER_KINDS = {"Job": JOB}
+
+
+def canonical_kind(kind: str) -> str:
+    """`job`, `jobs`, `Job`, `jobs.batch`, `wl`, `workloads.kueue.x-k8s.io` ... as kubectl users
+    type them, to the Kind (`Job`, `Workload`). Other kinds come back as given; owner
+    references are matched without regard to case."""
+    wanted = kind.strip().lower()
+    for resource in (*OWNER_KINDS.values(), WORKLOAD):
+        names = {resource.kind.lower(), resource.plural, resource.plural.removesuffix("s")}
+        if resource is WORKLOAD:
+            names.add("wl")
+        qualified = {f"{n}.{resource.group}" for n in names} if resource.group else set()
+        if wanted in names | qualified:
+            return resource.kind
+    return kind.strip()

@@ -6,6 +6,7 @@ Workload for its owner, the Workloads of a queue, cohort members, the diagnosis'
 plain async functions over JSON objects.
 """
 
+from kueue_graphql.kube.authz import Access
 from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.diagnosis import (
     diagnosis_input_for_owner,
@@ -17,6 +18,7 @@ from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.lookups.selection import flavor_names, workload_matches
 
 __all__ = [
+    "Access",
     "ApiServerReader",
     "KueueReader",
     "Page",

@@ -1158,6 +1158,8 @@ def main(argv: list[str] | None = None) -> int:
         progress = Progress()
         build.ensure_built(build.KUBE, progress)
         build.ensure_built(build.KUEUE, progress)
+        for tool in build.TOOLS:
+            build.ensure_built(tool, progress)
         return 0
     sys.stderr.write("usage: python -m tests.cluster.driver up|down|status|build\n")
     return 2
