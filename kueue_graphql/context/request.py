@@ -10,7 +10,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
+from kueue_graphql.context.live import LiveRegistry
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
@@ -47,6 +49,11 @@ class RequestContext:
     meter: ApiCallMeter
     identity: LazyIdentity
     limits: RequestLimits
+    # WebSocket connections only: strawberry puts connection_init's payload here, `renew` makes
+    # the fresh per-message context of a subscription, `live` holds the subscription caps.
+    connection_params: dict[str, Any] | None = None
+    renew: Callable[[], RequestContext] | None = None
+    live: LiveRegistry | None = None
 
     @classmethod
     def create(

@@ -24,6 +24,7 @@ from kueue_graphql.diagnosis.model import (
     Stage,
     Verdict,
     Visibility,
+    verdict_key,
 )
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "Verdict",
     "Visibility",
     "diagnose",
+    "verdict_key",
 ]

@@ -50,6 +50,7 @@ __all__ = [
     "WHY_QUERY",
     "Diagnosis",
     "DiagnosisQuery",
+    "diagnose_object",
     "diagnose_workload",
     "load_input",
     "render_text",
@@ -555,7 +556,10 @@ def _owner_kind_of(workload: JsonObject) -> tuple[str, str] | None:
 
 
 async def diagnose_workload(info: Info, workload: JsonObject) -> Diagnosis:
-    reads_ = reads(info)
+    return await _diagnose_workload(reads(info), workload)
+
+
+async def _diagnose_workload(reads_: RequestReads, workload: JsonObject) -> Diagnosis:
     namespace = str(metadata(workload).get("namespace", ""))
     owner: JsonObject | dx.Forbidden | dx.Absent = dx.Absent("no owner")
     owned_by = _owner_kind_of(workload)
@@ -572,23 +576,27 @@ class DiagnosisQuery:
         'manages) or from the Workload itself (kind "Workload").'
     )
     async def diagnose(self, info: Info, namespace: str, kind: str, name: str) -> Diagnosis | None:
-        reads_ = reads(info)
-        if kind == "Workload":
-            return await diagnose_workload(info, await reads_.get(WORKLOAD, namespace, name))
-        owner: JsonObject | dx.Forbidden | dx.Absent = dx.Absent(f"no {kind} resource known")
-        resource = OWNER_KINDS.get(kind)
-        if resource is not None:
-            owner = await _observe(reads_.get(resource, namespace, name))
-        workload = await _observe(find_workload_for(reads_, namespace, kind, name))
-        if not isinstance(owner, dict) and not isinstance(workload, dict):
-            # Neither readable: say so (or that nothing exists), never diagnose blind.
-            if isinstance(owner, dx.Forbidden) and resource is not None:
-                raise ForbiddenError("get", resource.group, resource.plural, namespace, name)
-            if isinstance(workload, dx.Forbidden):
-                raise ForbiddenError("list", WORKLOAD.group, WORKLOAD.plural, namespace)
-            raise NotFoundError(kind, name, namespace)
-        inp = await load_input(reads_, namespace, owner, workload)
-        return Diagnosis(result=dx.diagnose(inp))
+        return await diagnose_object(reads(info), namespace, kind, name)
+
+
+async def diagnose_object(reads_: RequestReads, namespace: str, kind: str, name: str) -> Diagnosis:
+    """The diagnosis of an owner (e.g. a Job) or a Workload, read as the caller."""
+    if kind == "Workload":
+        return await _diagnose_workload(reads_, await reads_.get(WORKLOAD, namespace, name))
+    owner: JsonObject | dx.Forbidden | dx.Absent = dx.Absent(f"no {kind} resource known")
+    resource = OWNER_KINDS.get(kind)
+    if resource is not None:
+        owner = await _observe(reads_.get(resource, namespace, name))
+    workload = await _observe(find_workload_for(reads_, namespace, kind, name))
+    if not isinstance(owner, dict) and not isinstance(workload, dict):
+        # Neither readable: say so (or that nothing exists), never diagnose blind.
+        if isinstance(owner, dx.Forbidden) and resource is not None:
+            raise ForbiddenError("get", resource.group, resource.plural, namespace, name)
+        if isinstance(workload, dx.Forbidden):
+            raise ForbiddenError("list", WORKLOAD.group, WORKLOAD.plural, namespace)
+        raise NotFoundError(kind, name, namespace)
+    inp = await load_input(reads_, namespace, owner, workload)
+    return Diagnosis(result=dx.diagnose(inp))
 
 
 # -- the query behind `kueue-graphql why`, and its human-readable rendering ------------------
