@@ -54,6 +54,7 @@ class RequestContext:
     connection_params: dict[str, Any] | None = None
     renew: Callable[[], RequestContext] | None = None
     live: LiveRegistry | None = None
+    watch_client: KubeClient | None = None
 
     @classmethod
     def create(

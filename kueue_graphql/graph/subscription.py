@@ -35,47 +35,55 @@ class Subscription:
         "object, reason codes, quota verdict or queue position changes (not on every "
         "resourceVersion). Ends with FORBIDDEN / UNAUTHENTICATED when the caller loses access."
     )
-    async def diagnosis(
+    def diagnosis(
         self, info: Info, namespace: str, kind: str, name: str
     ) -> AsyncGenerator[Diagnosis, None]:
-        context = _fresh(info)
-        registry = info.context.live
-        assert registry is not None
-        limits = registry.limits
-        # The first answer is computed before any watch opens: a caller who may not read the
-        # object gets FORBIDDEN and nothing else, and no watch is opened for them.
-        token = LIVE_READS.set(context.reads)
+        # Not a generator itself: over plain HTTP this raises BAD_REQUEST at once.
+        _fresh(info)
+        return _diagnosis_stream(info, namespace, kind, name)
+
+
+async def _diagnosis_stream(
+    info: Info, namespace: str, kind: str, name: str
+) -> AsyncGenerator[Diagnosis, None]:
+    context = _fresh(info)
+    registry = info.context.live
+    assert registry is not None
+    limits = registry.limits
+    # The first answer is computed before any watch opens: a caller who may not read the
+    # object gets FORBIDDEN and nothing else, and no watch is opened for them.
+    token = LIVE_READS.set(context.reads)
+    try:
+        current = await diagnose_object(context.reads, namespace, kind, name)
+    finally:
+        LIVE_READS.reset(token)
+    identity = await context.reads.identity()
+    with registry.slot(id(info.context), identity.username):
+        changes: ChangeSource = WatchChanges(
+            info.context.watch_client or context.reads.client,
+            identity if context.reads.impersonate else None,
+            [
+                WatchTarget(WORKLOAD, namespace),
+                WatchTarget(POD, namespace),
+                *([WatchTarget(JOB, namespace)] if kind == "Job" else []),
+            ],
+        )
         try:
-            current = await diagnose_object(context.reads, namespace, kind, name)
-        finally:
-            LIVE_READS.reset(token)
-        identity = await context.reads.identity()
-        with registry.slot(id(info.context), identity.username):
-            changes: ChangeSource = WatchChanges(
-                context.reads.client,
-                identity if context.reads.impersonate else None,
-                [
-                    WatchTarget(WORKLOAD, namespace),
-                    WatchTarget(POD, namespace),
-                    *([WatchTarget(JOB, namespace)] if kind == "Job" else []),
-                ],
-            )
-            try:
-                last = dx.verdict_key(current.result)
+            last = dx.verdict_key(current.result)
+            LIVE_READS.set(context.reads)
+            yield current
+            while True:
+                changed = await changes.wait(limits.recheck_seconds)
+                if changed:
+                    # Let the rest of a burst arrive; it is absorbed by this recompute.
+                    await asyncio.sleep(limits.coalesce_seconds)
+                    await changes.wait(0)
+                context = _fresh(info)
                 LIVE_READS.set(context.reads)
-                yield current
-                while True:
-                    changed = await changes.wait(limits.recheck_seconds)
-                    if changed:
-                        # Let the rest of a burst arrive; it is absorbed by this recompute.
-                        await asyncio.sleep(limits.coalesce_seconds)
-                        await changes.wait(0)
-                    context = _fresh(info)
-                    LIVE_READS.set(context.reads)
-                    current = await diagnose_object(context.reads, namespace, kind, name)
-                    key = dx.verdict_key(current.result)
-                    if key != last:
-                        last = key
-                        yield current
-            finally:
-                await changes.close()
+                current = await diagnose_object(context.reads, namespace, kind, name)
+                key = dx.verdict_key(current.result)
+                if key != last:
+                    last = key
+                    yield current
+        finally:
+            await changes.close()

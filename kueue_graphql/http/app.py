@@ -51,9 +51,14 @@ class Services:
     authenticator: Authenticator
     authorizer: Authorizer
     live: LiveRegistry
+    # Subscriptions' watches: a client of its own, so long-running watches never take the
+    # connections reads need.
+    watch_kube: KubeClient
 
 
-def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
+def build_services(
+    kube: KubeClient, settings: ServerSettings, watch_kube: KubeClient | None = None
+) -> Services:
     authenticator: Authenticator
     if settings.auth_mode is AuthMode.LOCAL:
         authenticator = LocalAuthenticator(kube)
@@ -69,6 +74,7 @@ def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
         authenticator=authenticator,
         authorizer=authorizer,
         live=LiveRegistry(settings.live_limits),
+        watch_kube=watch_kube or kube,
     )
 
 
@@ -181,6 +187,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
         connection = self._context(services, authenticate_connection)
         connection.renew = renew
         connection.live = services.live
+        connection.watch_client = services.watch_kube
         return connection
 
     def _context(
@@ -275,7 +282,12 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             await build_api_client(settings.kubeconfig, settings.kube_context, settings.in_cluster),
             request_timeout=settings.api_request_timeout_seconds,
         )
-        app.state.services = build_services(client, settings)
+        watch_client = KubeClient(
+            await build_api_client(
+                settings.kubeconfig, settings.kube_context, settings.in_cluster, pool_size=0
+            )
+        )
+        app.state.services = build_services(client, settings, watch_client)
         if settings.auth_mode is AuthMode.LOCAL:
             log.warning(
                 "auth mode LOCAL: no caller authentication; every request reads as the "
@@ -288,6 +300,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         try:
             yield
         finally:
+            await close_api_client(watch_client.api_client)
             if owned:
                 await close_api_client(client.api_client)
 

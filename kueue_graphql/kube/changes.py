@@ -128,5 +128,6 @@ class WatchChanges:
                 self.events_seen += 1
                 self._changed.set()
         finally:
-            response.release()
+            # close, not release: an unfinished watch stream cannot go back into the pool.
+            response.close()
         return resource_version

@@ -64,8 +64,13 @@ def assert_no_impersonation_defaults(api_client: Any) -> None:
             raise RuntimeError(f"shared ApiClient must not carry default header {name}")
 
 
-async def build_api_client(kubeconfig: str | None, context: str | None, in_cluster: bool) -> Any:
+async def build_api_client(
+    kubeconfig: str | None, context: str | None, in_cluster: bool, *, pool_size: int = 100
+) -> Any:
+    """`pool_size`: connections to the API server at once (0: no limit, for the client whose
+    requests are long-running watches, so they never hold up reads)."""
     configuration = k8s_client.Configuration()
+    configuration.connection_pool_maxsize = pool_size
     if in_cluster:
         k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     else:

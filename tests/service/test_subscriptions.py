@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import time
@@ -347,4 +348,35 @@ async def test_per_connection_cap(live_server: Server, cluster: Cluster, scenari
         assert [e["extensions"]["code"] for e in refused["payload"]["errors"]] == ["BAD_REQUEST"]
     # Closing the client freed its slots.
     await asyncio.sleep(0.5)
+    assert live_server.app.state.services.live.total == 0
+
+
+async def test_tasks_freed_when_clients_close(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    """A bounded, short version of benchmarks/subscriptions.py: the server runs in this
+    process, so its tasks are counted directly."""
+    _apply(cluster, JOB)
+    variables = {"ns": "team-a", "kind": "Job", "name": "live-quota-held"}
+    await asyncio.sleep(0.5)
+    before = len(asyncio.all_tasks())
+    async with contextlib.AsyncExitStack() as stack:
+        subs = [
+            await stack.enter_async_context(subscriber(live_server.url, cluster.token("alice")))
+            for _ in range(6)
+        ]
+        for sub in subs:
+            for op in ("1", "2", "3"):
+                await sub.subscribe(op, DIAGNOSIS, variables)
+        for sub in subs:
+            for _ in range(3):
+                assert (await next_message(sub, 30))["type"] == "next"
+        assert live_server.app.state.services.live.total == 18
+        # Each subscription holds at least its operation task and one watch task.
+        assert len(asyncio.all_tasks()) >= before + 18 * 2
+    for _ in range(50):
+        if len(asyncio.all_tasks()) <= before:
+            break
+        await asyncio.sleep(0.1)
+    assert len(asyncio.all_tasks()) <= before
     assert live_server.app.state.services.live.total == 0
