@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kueue_graphql.context import RequestLimits
+from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
@@ -170,6 +170,36 @@ def _parser() -> argparse.ArgumentParser:
         help="json: one JSON object per line, one line per GraphQL request (request id, "
         "operation, outcome, duration, apiCalls, username; never a token)",
     )
+    serve.add_argument(
+        "--token-cache-ttl",
+        type=float,
+        default=float(_env("token_cache_ttl", "30") or 0),
+        help="seconds a TokenReview answer is reused for the same token",
+    )
+    serve.add_argument(
+        "--max-subscriptions-per-connection",
+        type=int,
+        default=int(_env("max_subscriptions_per_connection", "20") or 0),
+        help="most subscriptions open on one WebSocket connection",
+    )
+    serve.add_argument(
+        "--max-subscriptions-per-identity",
+        type=int,
+        default=int(_env("max_subscriptions_per_identity", "100") or 0),
+        help="most subscriptions open for one caller, over all connections",
+    )
+    serve.add_argument(
+        "--max-subscriptions",
+        type=int,
+        default=int(_env("max_subscriptions", "1000") or 0),
+        help="most subscriptions open in total",
+    )
+    serve.add_argument(
+        "--subscription-coalesce-ms",
+        type=float,
+        default=float(_env("subscription_coalesce_ms", "250") or 0),
+        help="milliseconds a burst of watch events is gathered into one recompute",
+    )
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
 
@@ -240,6 +270,15 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         graphiql_assets=args.graphiql_assets,
         max_body_bytes=args.max_body_bytes,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
+        token_cache_ttl_seconds=args.token_cache_ttl,
+        live_limits=LiveLimits(
+            per_connection=args.max_subscriptions_per_connection,
+            per_identity=args.max_subscriptions_per_identity,
+            total=args.max_subscriptions,
+            coalesce_seconds=args.subscription_coalesce_ms / 1000,
+            # Identity and access are re-checked as often as either cache forgets.
+            recheck_seconds=min(args.token_cache_ttl, args.authz_cache_ttl),
+        ),
         query_limits=QueryLimits(
             max_depth=args.max_depth, max_aliases=args.max_aliases, max_tokens=args.max_tokens
         ),

@@ -10,7 +10,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from kueue_graphql.context.live import LiveRegistry
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
@@ -63,6 +65,14 @@ class RequestContext:
     identity: LazyIdentity
     limits: RequestLimits
     operation: Operation = field(default_factory=Operation)
+    # WebSocket connections only: strawberry puts connection_init's payload here, `renew` makes
+    # the fresh per-message context of a subscription, `live` holds the subscription caps.
+    connection_params: dict[str, Any] | None = None
+    renew: Callable[[], RequestContext] | None = None
+    live: LiveRegistry | None = None
+    watch_client: KubeClient | None = None
+    # Whether reads (and a subscription's watches) are made as the caller.
+    impersonate: bool = True
 
     @classmethod
     def create(
@@ -79,4 +89,6 @@ class RequestContext:
         )
         identity = LazyIdentity(lambda: authenticate(meter))
         reads = ApiServerReader(client, authorizer, identity, impersonate=impersonate, meter=meter)
-        return cls(reads=reads, meter=meter, identity=identity, limits=limits)
+        return cls(
+            reads=reads, meter=meter, identity=identity, limits=limits, impersonate=impersonate
+        )

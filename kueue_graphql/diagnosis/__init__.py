@@ -27,6 +27,7 @@ from kueue_graphql.diagnosis.model import (
     Stage,
     Verdict,
     Visibility,
+    verdict_key,
 )
 
 __all__ = [
@@ -52,4 +53,5 @@ __all__ = [
     "Verdict",
     "Visibility",
     "diagnose",
+    "verdict_key",
 ]

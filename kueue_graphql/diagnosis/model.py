@@ -297,3 +297,18 @@ class Diagnosis:
     commands: tuple[str, ...]
     preemptor: Preemptor | None = None
     evictions: tuple[Eviction, ...] = ()
+
+
+def verdict_key(d: Diagnosis) -> tuple[object, ...]:
+    """What a waiting user watches for: a live diagnosis is pushed only when this changes
+    (stage, layer, blocking object, reason codes, quota verdict, queue position), not on every
+    resourceVersion of the objects behind it."""
+    return (
+        d.stage,
+        d.layer,
+        d.blocking_object,
+        tuple(sorted({r.code for r in d.reasons}, key=str)),
+        d.quota.verdict,
+        d.queue_position.position_in_cluster_queue,
+        d.queue_position.position_in_local_queue,
+    )

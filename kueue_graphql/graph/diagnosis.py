@@ -43,12 +43,13 @@ from kueue_graphql.kube.resources import (
     Resource,
     canonical_kind,
 )
-from kueue_graphql.lookups import Access, diagnosis_input_for_owner, observe
+from kueue_graphql.lookups import Access, KueueReader, diagnosis_input_for_owner, observe
 
 __all__ = [
     "WHY_QUERY",
     "Diagnosis",
     "DiagnosisQuery",
+    "diagnose_object",
     "diagnose_workload",
     "render_text",
 ]
@@ -542,6 +543,13 @@ class DiagnosisQuery:
         return diagnose_workload(
             await diagnosis_input_for_owner(reads(info), namespace, canonical_kind(kind), name)
         )
+
+
+async def diagnose_object(reader: KueueReader, namespace: str, kind: str, name: str) -> Diagnosis:
+    """The diagnosis of an owner (e.g. a Job) or a Workload, read as the caller."""
+    return diagnose_workload(
+        await diagnosis_input_for_owner(reader, namespace, canonical_kind(kind), name)
+    )
 
 
 # -- the query behind `kueue-graphql why`, and its human-readable rendering ------------------

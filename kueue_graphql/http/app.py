@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,12 +16,14 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
+from strawberry.types.unset import UNSET, UnsetType
 
 from kueue_graphql.auth import (
     Authenticator,
@@ -29,8 +31,8 @@ from kueue_graphql.auth import (
     TokenReviewAuthenticator,
     bearer_token,
 )
-from kueue_graphql.context import RequestContext
-from kueue_graphql.core.errors import ErrorCode, ServiceError
+from kueue_graphql.context import LiveRegistry, RequestContext
+from kueue_graphql.core.errors import ErrorCode, ServiceError, UnauthenticatedError
 from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.graphiql import (
@@ -57,11 +59,17 @@ class Services:
     kube: KubeClient
     authenticator: Authenticator
     authorizer: Authorizer
+    live: LiveRegistry
+    # Subscriptions' watches: a client of its own, so long-running watches never take the
+    # connections reads need.
+    watch_kube: KubeClient
     # Why the service's own identity cannot serve callers (empty: it can); /readyz reports it.
     identity_problems: list[str] = field(default_factory=list)
 
 
-def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
+def build_services(
+    kube: KubeClient, settings: ServerSettings, watch_kube: KubeClient | None = None
+) -> Services:
     authenticator: Authenticator
     if settings.auth_mode is AuthMode.LOCAL:
         authenticator = LocalAuthenticator(kube)
@@ -72,7 +80,13 @@ def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
         self_review=not authenticator.impersonates,
         ttl_seconds=settings.authz_cache_ttl_seconds,
     )
-    return Services(kube=kube, authenticator=authenticator, authorizer=authorizer)
+    return Services(
+        kube=kube,
+        authenticator=authenticator,
+        authorizer=authorizer,
+        live=LiveRegistry(settings.live_limits),
+        watch_kube=watch_kube or kube,
+    )
 
 
 def graphql_error(
@@ -161,23 +175,61 @@ class GraphQLView(GraphQL[RequestContext, None]):
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         services: Services = request.app.state.services
-        token = bearer_token(request.headers.get("authorization"))
+        header_token = bearer_token(request.headers.get("authorization"))
         authenticator = services.authenticator
+        if not isinstance(request, WebSocket):
 
-        async def authenticate(meter: ApiCallMeter) -> Any:
-            return await authenticator.authenticate(token, meter)
+            async def authenticate(meter: ApiCallMeter) -> Any:
+                return await authenticator.authenticate(header_token, meter)
 
-        context = RequestContext.create(
+            context = self._context(services, authenticate)
+            record = request_record(request.scope)
+            if record is not None:
+                record.context = context
+            return context
+
+        # A WebSocket connection: the token comes from connection_init's payload
+        # (`Authorization`), else from the upgrade request's header; it is read when used, as
+        # connection_init arrives after this context is made.
+        connection: RequestContext
+
+        async def authenticate_connection(meter: ApiCallMeter) -> Any:
+            params = connection.connection_params or {}
+            sent = params.get("Authorization") or params.get("authorization")
+            token = bearer_token(sent) if isinstance(sent, str) else None
+            return await authenticator.authenticate(token or header_token, meter)
+
+        def renew() -> RequestContext:
+            return self._context(services, authenticate_connection)
+
+        connection = self._context(services, authenticate_connection)
+        connection.renew = renew
+        connection.live = services.live
+        connection.watch_client = services.watch_kube
+        return connection
+
+    def _context(
+        self, services: Services, authenticate: Callable[[ApiCallMeter], Awaitable[Any]]
+    ) -> RequestContext:
+        return RequestContext.create(
             client=services.kube,
             authorizer=services.authorizer,
             authenticate=authenticate,
-            impersonate=authenticator.impersonates,
+            impersonate=services.authenticator.impersonates,
             limits=self.settings.request_limits,
         )
-        record = request_record(request.scope)
-        if record is not None:
-            record.context = context
-        return context
+
+    async def on_ws_connect(self, context: RequestContext) -> UnsetType | None | dict[str, object]:
+        # The token is reviewed at connect: a connection without a valid one is closed (4403)
+        # before any operation runs.
+        try:
+            await context.identity()
+        except UnauthenticatedError as error:
+            raise ConnectionRejectionError({"code": ErrorCode.UNAUTHENTICATED.value}) from error
+        except ServiceError as error:
+            raise ConnectionRejectionError({"code": error.code.value}) from error
+        unset: UnsetType = UNSET
+        return unset
 
 
 class GraphQLGate:
@@ -258,7 +310,12 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             await build_api_client(settings.kubeconfig, settings.kube_context, settings.in_cluster),
             request_timeout=settings.api_request_timeout_seconds,
         )
-        app.state.services = build_services(client, settings)
+        watch_client = KubeClient(
+            await build_api_client(
+                settings.kubeconfig, settings.kube_context, settings.in_cluster, pool_size=0
+            )
+        )
+        app.state.services = build_services(client, settings, watch_client)
         if settings.auth_mode is AuthMode.LOCAL:
             log.warning(
                 "auth mode LOCAL: no caller authentication; every request reads as the "
@@ -275,6 +332,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         try:
             yield
         finally:
+            await close_api_client(watch_client.api_client)
             if owned:
                 await close_api_client(client.api_client)
 
@@ -288,6 +346,8 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
             methods=["GET", "POST"],
         ),
+        # Subscriptions: graphql-transport-ws (and the legacy graphql-ws) on the same path.
+        WebSocketRoute("/graphql", view),
     ]
     if settings.graphiql and settings.graphiql_assets is not None:
         # Refuses to start (GraphiQLAssetsError) when a file is missing.

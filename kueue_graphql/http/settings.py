@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from kueue_graphql.context import RequestLimits
+from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits
 
 
@@ -33,3 +33,4 @@ class ServerSettings:
     cors_allow_origins: tuple[str, ...] = ()
     query_limits: QueryLimits = field(default_factory=QueryLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
+    live_limits: LiveLimits = field(default_factory=LiveLimits)

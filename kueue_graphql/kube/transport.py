@@ -157,8 +157,13 @@ def _check_in_cluster() -> None:
         )
 
 
-async def build_api_client(kubeconfig: str | None, context: str | None, in_cluster: bool) -> Any:
+async def build_api_client(
+    kubeconfig: str | None, context: str | None, in_cluster: bool, *, pool_size: int = 100
+) -> Any:
+    """`pool_size`: connections to the API server at once (0: no limit, for the client whose
+    requests are long-running watches, so they never hold up reads)."""
     configuration = k8s_client.Configuration()
+    configuration.connection_pool_maxsize = pool_size
     try:
         if in_cluster:
             _check_in_cluster()
