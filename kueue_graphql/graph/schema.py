@@ -11,8 +11,11 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.graphql import OperationType
 
+from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
 from kueue_graphql.graph.pagination import PageArgumentsCheck
@@ -34,6 +37,28 @@ class ServiceSchema(strawberry.Schema):
         # Strawberry calls this with the original errors, before ErrorCodes masks them. Its
         # default logs each one at ERROR with a traceback, FORBIDDEN and NOT_FOUND included.
         log_errors(errors)
+
+    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
+        # execute() serves plain HTTP requests; subscriptions stream over WebSocket. Without
+        # this, a subscription POSTed as a query ran its generator as a field: INTERNAL.
+        allowed = kwargs.get("allowed_operation_types")
+        if allowed is not None:
+            kwargs["allowed_operation_types"] = set(allowed) - {OperationType.SUBSCRIPTION}
+        try:
+            return await super().execute(*args, **kwargs)
+        except InvalidOperationTypeError as error:
+            if error.operation_type is not OperationType.SUBSCRIPTION:
+                raise
+            return ExecutionResult(
+                data=None,
+                errors=[
+                    GraphQLError(
+                        "subscriptions are served over WebSocket (protocol graphql-transport-ws)"
+                        " at /graphql, not over a plain HTTP request",
+                        extensions={"code": ErrorCode.BAD_REQUEST.value},
+                    )
+                ],
+            )
 
     async def stream(self, *args: Any, **kwargs: Any) -> Any:
         # Streamed results (subscriptions) bypass the extensions' on_operation, so their

@@ -57,4 +57,7 @@ tests/chart checks that this list and the service's agree.
   resources: [jobs]
 - apiGroups: [""]
   resources: [pods, events, nodes, namespaces]
+# Kueue's manager Deployment, read for Diagnosis.kueueVersion (the caller's own access decides).
+- apiGroups: [apps]
+  resources: [deployments]
 {{- end -}}
