@@ -20,6 +20,7 @@ from kueue_graphql.context import RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
+from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
 
@@ -70,12 +71,35 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-depth", type=int, default=int(_env("max_depth", "12") or 0))
     serve.add_argument("--max-aliases", type=int, default=int(_env("max_aliases", "30") or 0))
     serve.add_argument("--max-tokens", type=int, default=int(_env("max_tokens", "2000") or 0))
+    serve.add_argument("--max-fields", type=int, default=int(_env("max_fields", "2000") or 0))
+    serve.add_argument("--max-cost", type=int, default=int(_env("max_cost", "50000") or 0))
+    serve.add_argument(
+        "--max-concurrent-requests",
+        type=int,
+        default=int(_env("max_concurrent_requests", "100") or 0),
+    )
+    serve.add_argument(
+        "--header-timeout", type=float, default=float(_env("header_timeout", "10") or 0)
+    )
+    serve.add_argument("--body-timeout", type=float, default=float(_env("body_timeout", "10") or 0))
     serve.add_argument(
         "--api-call-budget", type=int, default=int(_env("api_call_budget", "200") or 0)
     )
     serve.add_argument("--max-page-size", type=int, default=int(_env("max_page_size", "100") or 0))
     serve.add_argument(
         "--authz-cache-ttl", type=float, default=float(_env("authz_cache_ttl", "10") or 0)
+    )
+    serve.add_argument(
+        "--authz-deny-cache-ttl",
+        type=float,
+        default=float(_env("authz_deny_cache_ttl", "2") or 0),
+        help="how long a denied access decision is reused (at most --authz-cache-ttl)",
+    )
+    serve.add_argument(
+        "--token-cache-ttl",
+        type=float,
+        default=float(_env("token_cache_ttl", "30") or 0),
+        help=f"how long a TokenReview answer is reused (at most {MAX_TOKEN_CACHE_TTL_SECONDS:g} s)",
     )
     serve.add_argument("--log-level", default=_env("log_level", "info"))
 
@@ -110,6 +134,20 @@ def is_loopback(host: str) -> bool:
             return False
 
 
+def settings_problem(settings: ServerSettings) -> str | None:
+    """Why these settings cannot be served, or None."""
+    if not 0 <= settings.token_cache_ttl_seconds <= MAX_TOKEN_CACHE_TTL_SECONDS:
+        return (
+            f"--token-cache-ttl must be between 0 and {MAX_TOKEN_CACHE_TTL_SECONDS:g} s: a "
+            "revoked token keeps working through the service for that long"
+        )
+    if not 0 <= settings.authz_deny_cache_ttl_seconds <= settings.authz_cache_ttl_seconds:
+        return "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl"
+    if settings.max_concurrent_requests < 1:
+        return "--max-concurrent-requests must be at least 1"
+    return None
+
+
 def settings_from(args: argparse.Namespace) -> ServerSettings:
     return ServerSettings(
         kubeconfig=args.kubeconfig,
@@ -121,8 +159,17 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         graphiql_assets=args.graphiql_assets,
         max_body_bytes=args.max_body_bytes,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
+        authz_deny_cache_ttl_seconds=args.authz_deny_cache_ttl,
+        token_cache_ttl_seconds=args.token_cache_ttl,
+        max_concurrent_requests=args.max_concurrent_requests,
+        header_timeout_seconds=args.header_timeout,
+        body_timeout_seconds=args.body_timeout,
         query_limits=QueryLimits(
-            max_depth=args.max_depth, max_aliases=args.max_aliases, max_tokens=args.max_tokens
+            max_depth=args.max_depth,
+            max_aliases=args.max_aliases,
+            max_tokens=args.max_tokens,
+            max_fields=args.max_fields,
+            max_cost=args.max_cost,
         ),
         request_limits=RequestLimits(
             api_call_budget=args.api_call_budget,
@@ -201,10 +248,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
+    from kueue_graphql.http.server import uvicorn_config
+
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     settings = settings_from(args)
+    problem = settings_problem(settings)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     if settings.auth_mode is AuthMode.LOCAL and not is_loopback(args.host):
         # Local mode lends the kubeconfig's identity to anyone who can connect.
         print("--auth-mode local binds to a loopback address only", file=sys.stderr)
@@ -214,14 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraphiQLAssetsError as error:
         print(error, file=sys.stderr)
         return 2
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level.lower(),
-        # The request line is logged, headers are not: tokens stay out of the log.
-        access_log=True,
+    config = uvicorn_config(
+        app, settings, host=args.host, port=args.port, log_level=args.log_level.lower()
     )
+    uvicorn.Server(config).run()
     return 0
 
 

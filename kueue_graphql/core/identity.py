@@ -34,7 +34,9 @@ class Identity:
         return cls(
             username=username,
             uid=uid if isinstance(uid, str) else "",
-            groups=tuple(str(g) for g in groups),
+            # An empty group name is no group: impersonating it would send an empty
+            # Impersonate-Group header (and key caches on it).
+            groups=tuple(str(g) for g in groups if str(g)),
             extra=tuple(
                 sorted((str(key), tuple(str(v) for v in values)) for key, values in extra.items())
             ),
