@@ -21,6 +21,7 @@ from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
+from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
 
@@ -116,6 +117,36 @@ def _parser() -> argparse.ArgumentParser:
         help="largest request body accepted",
     )
     serve.add_argument(
+        "--max-fields",
+        type=int,
+        default=int(_env("max_fields", "2000") or 0),
+        help="most fields in one query, fragments expanded",
+    )
+    serve.add_argument(
+        "--max-cost",
+        type=int,
+        default=int(_env("max_cost", "50000") or 0),
+        help="highest estimated cost of one query (fields x the `first` of the lists around them)",
+    )
+    serve.add_argument(
+        "--max-concurrent-requests",
+        type=int,
+        default=int(_env("max_concurrent_requests", "100") or 0),
+        help="requests served at once; more get 503 UNAVAILABLE with Retry-After",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=float(_env("header_timeout", "10") or 0),
+        help="seconds a connection may take to send its request headers (then 408)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=float(_env("body_timeout", "10") or 0),
+        help="seconds a request may take to send its body (then 408)",
+    )
+    serve.add_argument(
         "--request-timeout",
         type=float,
         default=float(_env("request_timeout", "20") or 0),
@@ -200,6 +231,12 @@ def _parser() -> argparse.ArgumentParser:
         default=float(_env("subscription_coalesce_ms", "250") or 0),
         help="milliseconds a burst of watch events is gathered into one recompute",
     )
+    serve.add_argument(
+        "--authz-deny-cache-ttl",
+        type=float,
+        default=float(_env("authz_deny_cache_ttl", "2") or 0),
+        help="how long a denied access decision is reused (at most --authz-cache-ttl)",
+    )
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
 
@@ -258,6 +295,20 @@ def is_loopback(host: str) -> bool:
             return False
 
 
+def settings_problem(settings: ServerSettings) -> str | None:
+    """Why these settings cannot be served, or None."""
+    if not 0 <= settings.token_cache_ttl_seconds <= MAX_TOKEN_CACHE_TTL_SECONDS:
+        return (
+            f"--token-cache-ttl must be between 0 and {MAX_TOKEN_CACHE_TTL_SECONDS:g} s: a "
+            "revoked token keeps working through the service for that long"
+        )
+    if not 0 <= settings.authz_deny_cache_ttl_seconds <= settings.authz_cache_ttl_seconds:
+        return "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl"
+    if settings.max_concurrent_requests < 1:
+        return "--max-concurrent-requests must be at least 1"
+    return None
+
+
 def settings_from(args: argparse.Namespace) -> ServerSettings:
     return ServerSettings(
         kubeconfig=args.kubeconfig,
@@ -279,8 +330,16 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             # Identity and access are re-checked as often as either cache forgets.
             recheck_seconds=min(args.token_cache_ttl, args.authz_cache_ttl),
         ),
+        authz_deny_cache_ttl_seconds=args.authz_deny_cache_ttl,
+        max_concurrent_requests=args.max_concurrent_requests,
+        header_timeout_seconds=args.header_timeout,
+        body_timeout_seconds=args.body_timeout,
         query_limits=QueryLimits(
-            max_depth=args.max_depth, max_aliases=args.max_aliases, max_tokens=args.max_tokens
+            max_depth=args.max_depth,
+            max_aliases=args.max_aliases,
+            max_tokens=args.max_tokens,
+            max_fields=args.max_fields,
+            max_cost=args.max_cost,
         ),
         request_limits=RequestLimits(
             api_call_budget=args.api_call_budget,
@@ -408,9 +467,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from kueue_graphql.http.observe import configure_logging
+    from kueue_graphql.http.server import uvicorn_config
 
     configure_logging(args.log_format, args.log_level)
     settings = settings_from(args)
+    problem = settings_problem(settings)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     if settings.auth_mode is AuthMode.LOCAL and not is_loopback(args.host):
         # Local mode lends the kubeconfig's identity to anyone who can connect.
         print("--auth-mode local binds to a loopback address only", file=sys.stderr)
@@ -424,8 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"kueue-graphql serve: {problem}", file=sys.stderr)
         return 2
-    uvicorn.run(
+    config = uvicorn_config(
         app,
+        settings,
         host=args.host,
         port=args.port,
         log_level=args.log_level.lower(),
@@ -435,6 +500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # format the one line per GraphQL request (kueue_graphql.access) replaces it.
         access_log=args.log_format == "text",
     )
+    uvicorn.Server(config).run()
     return 0
 
 

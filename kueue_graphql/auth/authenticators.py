@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from typing import Protocol
 
 from cachetools import TTLCache
@@ -25,14 +26,18 @@ from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, KubeClient
 log = logging.getLogger(__name__)
 
 
+# RFC 6750 section 2.1: credentials = "Bearer" 1*SP b64token, and nothing after it. The API
+# server reads only the first word after "Bearer", so `Bearer <token> <junk>` would be that
+# token's user while every junk variant cost a TokenReview of its own.
+_BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*)")
+
+
 def bearer_token(authorization: str | None) -> str | None:
+    """The token of `Authorization: Bearer <token>`; None for a missing or any other header."""
     if not authorization:
         return None
-    scheme, _, token = authorization.partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token:
-        return None
-    return token
+    match = _BEARER.fullmatch(authorization)
+    return match.group(1) if match else None
 
 
 class Authenticator(Protocol):

@@ -1,17 +1,28 @@
-"""The schema, with the query limits every request is checked against before it runs."""
+"""The schema, with the query limits every request is checked against before it runs.
+
+Parsing and validation happen before the caller's token is reviewed (it is reviewed when a
+field first needs the caller), so they must be cheap for any document anyone can send:
+graphql-core parses at most `max_tokens` tokens, `query_cost` measures the document in one
+pass with fragments memoized, and only a document within every limit is validated, with a
+deadline. Parsed documents and validation results are cached (LRU, keyed by the query text),
+so a client repeating its queries pays for neither again.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
-from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from cachetools import LRUCache
+from graphql import ASTValidationRule, DocumentNode, GraphQLError, GraphQLSchema, parse
+from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.exceptions import InvalidOperationTypeError
+from strawberry.schema.schema import validate_document
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.graphql import OperationType
 
@@ -20,14 +31,104 @@ from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
 from kueue_graphql.graph.pagination import PageArgumentsCheck
 from kueue_graphql.graph.query import Query
+from kueue_graphql.graph.query_cost import (
+    QueryLimits,
+    QueryRefusedError,
+    ValidationDeadline,
+    ValidationDeadlineError,
+    measure_document,
+    validation_deadline,
+)
 from kueue_graphql.graph.subscription import Subscription
 
+__all__ = ["QueryLimits", "build_schema", "schema_sdl"]
 
-@dataclass(frozen=True)
-class QueryLimits:
-    max_depth: int = 12
-    max_aliases: int = 30
-    max_tokens: int = 2000
+# Distinct query texts whose parse and validation results are kept.
+DOCUMENT_CACHE_SIZE = 256
+
+ValidationKey = tuple[str, tuple[type[ASTValidationRule], ...]]
+
+
+class DocumentChecks:
+    """Parse and validate with the limits, cached; one per schema, shared by every request."""
+
+    def __init__(self, limits: QueryLimits) -> None:
+        self.limits = limits
+        self.parsed: LRUCache[str, DocumentNode] = LRUCache(maxsize=DOCUMENT_CACHE_SIZE)
+        self.validated: LRUCache[ValidationKey, list[GraphQLError]] = LRUCache(
+            maxsize=DOCUMENT_CACHE_SIZE
+        )
+
+    def parse(self, query: str) -> DocumentNode:
+        """Raises graphql-core's GraphQLError for a syntax error or too many tokens."""
+        document = self.parsed.get(query)
+        if document is None:
+            document = parse(query, max_tokens=self.limits.max_tokens)
+            self.parsed[query] = document
+        return document
+
+    def validate(
+        self,
+        schema: GraphQLSchema,
+        query: str,
+        document: DocumentNode,
+        rules: tuple[type[ASTValidationRule], ...],
+    ) -> list[GraphQLError]:
+        key = (query, rules)
+        errors = self.validated.get(key)
+        if errors is not None:
+            return errors
+        deadline = time.perf_counter() + self.limits.max_analysis_seconds
+        try:
+            measure_document(document, self.limits, deadline=deadline)
+        except QueryRefusedError as refused:
+            errors = [GraphQLError(refused.message)]
+        else:
+            token = validation_deadline.set(deadline)
+            try:
+                errors = validate_document(schema, document, (*rules, ValidationDeadline))
+            except ValidationDeadlineError:
+                # Not cached: whether it finishes in time depends on the machine's load.
+                budget_ms = self.limits.max_analysis_seconds * 1000
+                message = f"the query is too expensive to validate (over {budget_ms:.0f} ms)"
+                return [GraphQLError(message)]
+            finally:
+                validation_deadline.reset(token)
+        self.validated[key] = errors
+        return errors
+
+
+class QueryLimitsCheck(SchemaExtension):
+    """Parses and validates through the schema's DocumentChecks (per-request instance, shared
+    caches), refusing a document over a limit before any resolver, API call or TokenReview."""
+
+    def __init__(self, checks: DocumentChecks) -> None:
+        self.checks = checks
+
+    def on_parse(self) -> Iterator[None]:
+        context = self.execution_context
+        # Strawberry parses itself when this leaves no document (a syntax error or too many
+        # tokens): with the same limit, so it reports the same error.
+        context.parse_options["max_tokens"] = self.checks.limits.max_tokens
+        if context.query and context.graphql_document is None:
+            with contextlib.suppress(GraphQLError):
+                context.graphql_document = self.checks.parse(context.query)
+        yield
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        if (
+            context.query
+            and context.graphql_document is not None
+            and context.pre_execution_errors is None
+        ):
+            context.pre_execution_errors = self.checks.validate(
+                context.schema._schema,
+                context.query,
+                context.graphql_document,
+                context.validation_rules,
+            )
+        yield
 
 
 class ServiceSchema(strawberry.Schema):
@@ -81,16 +182,14 @@ async def _coded(results: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None
 
 
 def build_schema(limits: QueryLimits | None = None) -> strawberry.Schema:
-    limits = limits or QueryLimits()
+    checks = DocumentChecks(limits or QueryLimits())
     return ServiceSchema(
         query=Query,
         subscription=Subscription,
         # Factories, not instances: a shared extension instance would carry one request's
-        # state into another running concurrently.
+        # state into another running concurrently. The document caches are shared on purpose.
         extensions=[
-            functools.partial(QueryDepthLimiter, max_depth=limits.max_depth),
-            functools.partial(MaxAliasesLimiter, max_alias_count=limits.max_aliases),
-            functools.partial(MaxTokensLimiter, max_token_count=limits.max_tokens),
+            functools.partial(QueryLimitsCheck, checks),
             ErrorCodes,
             ApiCallCount,
             PageArgumentsCheck,

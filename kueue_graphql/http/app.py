@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -35,13 +36,19 @@ from kueue_graphql.context import LiveRegistry, RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError, UnauthenticatedError
 from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
+from kueue_graphql.http.access_log import install_access_log_redaction
 from kueue_graphql.http.graphiql import (
     ASSETS_MOUNT,
     GraphiQLAssets,
     headerless_page,
     local_asset_page,
 )
-from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
+from kueue_graphql.http.middleware import (
+    BodySizeLimit,
+    ConcurrencyLimit,
+    Deadline,
+    DropImpersonationHeaders,
+)
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ServerSettings
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
@@ -79,6 +86,7 @@ def build_services(
         kube,
         self_review=not authenticator.impersonates,
         ttl_seconds=settings.authz_cache_ttl_seconds,
+        deny_ttl_seconds=settings.authz_deny_cache_ttl_seconds,
     )
     return Services(
         kube=kube,
@@ -98,14 +106,45 @@ def graphql_error(
 
 
 MISSING_CREDENTIALS = "send `Authorization: Bearer <token>`"
+MALFORMED_CREDENTIALS = "the Authorization header must be exactly `Bearer <token>` (one token)"
 
 
-def unauthenticated(message: str, *, rejected: bool) -> JSONResponse:
-    # RFC 6750: a challenge, with error="invalid_token" when a token was sent but not accepted.
-    challenge = 'Bearer error="invalid_token"' if rejected else "Bearer"
+def unauthenticated(message: str, *, rejected: bool, malformed: bool = False) -> JSONResponse:
+    # RFC 6750: a challenge, with error="invalid_token" when a token was sent but not accepted
+    # and error="invalid_request" when the header is not `Bearer <token>`.
+    if malformed:
+        challenge = 'Bearer error="invalid_request"'
+    elif rejected:
+        challenge = 'Bearer error="invalid_token"'
+    else:
+        challenge = "Bearer"
     return graphql_error(
         401, ErrorCode.UNAUTHENTICATED, message, headers={"WWW-Authenticate": challenge}
     )
+
+
+def json_depth(value: object) -> int:
+    """How deeply arrays and objects nest in a parsed JSON value (iterative: no recursion)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def check_operation_name(operation_name: object, settings: ServerSettings) -> None:
+    """An over-long operationName is refused before GraphQL would echo it in an error."""
+    limit = settings.max_operation_name_length
+    if isinstance(operation_name, str) and len(operation_name) > limit:
+        raise HTTPException(400, f"operationName is longer than {limit} characters")
 
 
 class TokenRejectedError(Exception):
@@ -149,14 +188,26 @@ class GraphQLView(GraphQL[RequestContext, None]):
 
     def parse_json(self, data: str | bytes) -> Any:
         # Strawberry lets a body that is not UTF-8, or JSON but not an object, through as a 500.
+        # Python's JSON parser recurses per nesting level (RecursionError, a 500, at ~1,000
+        # levels) and refuses integers over 4,300 digits (ValueError): both are bad input.
         try:
             parsed = json.loads(data)
+        except RecursionError as error:
+            raise HTTPException(
+                400, f"the JSON nests more than {self.settings.max_json_depth} levels deep"
+            ) from error
         except ValueError as error:
             raise HTTPException(400, "the request body is not valid JSON") from error
         if not isinstance(parsed, dict | list):
             raise HTTPException(
                 400, 'the request body must be a JSON object: {"query": "...", "variables": {}}'
             )
+        if json_depth(parsed) > self.settings.max_json_depth:
+            raise HTTPException(
+                400, f"the JSON nests more than {self.settings.max_json_depth} levels deep"
+            )
+        if isinstance(parsed, dict) and "query" in parsed:
+            check_operation_name(parsed.get("operationName"), self.settings)
         return parsed
 
     async def process_result(
@@ -238,9 +289,10 @@ class GraphQLGate:
     query without a bearer token (401; one whose token TokenReview rejects gets the same 401
     from GraphQLView). The GraphiQL page itself (GET, HTML) needs no token."""
 
-    def __init__(self, app: ASGIApp, *, allow_get_queries: bool) -> None:
+    def __init__(self, app: ASGIApp, settings: ServerSettings) -> None:
         self.app = app
-        self.allow_get_queries = allow_get_queries
+        self.settings = settings
+        self.allow_get_queries = settings.allow_get_queries
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -267,13 +319,19 @@ class GraphQLGate:
                 ErrorCode.BAD_REQUEST,
                 'send the query as JSON, `Content-Type: application/json`, body {"query": "..."}',
             )
+        if is_get_query:
+            try:
+                check_operation_name(request.query_params.get("operationName"), self.settings)
+            except HTTPException as error:
+                return graphql_error(error.status_code, ErrorCode.BAD_REQUEST, error.reason)
         services: Services = request.app.state.services
-        if (
-            (request.method == "POST" or is_get_query)
-            and services.authenticator.requires_token()
-            and not bearer_token(request.headers.get("authorization"))
-        ):
-            return unauthenticated(MISSING_CREDENTIALS, rejected=False)
+        if (request.method == "POST" or is_get_query) and services.authenticator.requires_token():
+            authorization = request.headers.get("authorization")
+            if authorization is None:
+                return unauthenticated(MISSING_CREDENTIALS, rejected=False)
+            if bearer_token(authorization) is None:
+                # Anything but `Bearer <one token>`: refused here, without a TokenReview.
+                return unauthenticated(MALFORMED_CREDENTIALS, rejected=True, malformed=True)
         return None
 
 
@@ -287,9 +345,13 @@ async def metrics(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     services: Services = request.app.state.services
+    settings: ServerSettings = request.app.state.settings
     try:
-        await services.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=1))
-    except ServiceError:
+        # A probe must answer within its own timeout (kubelet's default is 1 s, ours 2 s):
+        # an API server that does not answer /version in time counts as down.
+        async with asyncio.timeout(settings.readyz_timeout_seconds):
+            await services.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=1))
+    except (ServiceError, TimeoutError):
         host = services.kube.api_client.configuration.host
         return PlainTextResponse(f"Kubernetes API server {host} unreachable", status_code=503)
     if services.identity_problems:
@@ -316,6 +378,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             )
         )
         app.state.services = build_services(client, settings, watch_client)
+        app.state.settings = settings
         if settings.auth_mode is AuthMode.LOCAL:
             log.warning(
                 "auth mode LOCAL: no caller authentication; every request reads as the "
@@ -336,6 +399,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             if owned:
                 await close_api_client(client.api_client)
 
+    install_access_log_redaction()
     view = GraphQLView(settings)
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
@@ -343,7 +407,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         Route("/metrics", metrics),
         Route(
             "/graphql",
-            GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
+            GraphQLGate(view, settings),
             methods=["GET", "POST"],
         ),
         # Subscriptions: graphql-transport-ws (and the legacy graphql-ws) on the same path.
@@ -355,6 +419,8 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     return Starlette(
         routes=routes,
         middleware=[
+            # First: a refusal when full must cost nothing else.
+            Middleware(ConcurrencyLimit, max_requests=settings.max_concurrent_requests),
             Middleware(RequestLog),
             # Browser pages on the listed origins may call /graphql with their own bearer token
             # (no cookies: the token is sent explicitly, so credentials stay off).
@@ -367,7 +433,11 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
                 max_age=600,
             ),
             Middleware(DropImpersonationHeaders),
-            Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
+            Middleware(
+                BodySizeLimit,
+                max_bytes=settings.max_body_bytes,
+                timeout_seconds=settings.body_timeout_seconds,
+            ),
             # One second of grace so the API-call deadline (the precise one) fires first.
             Middleware(Deadline, seconds=settings.request_limits.deadline_seconds + 1.0),
         ],

@@ -1,4 +1,5 @@
-"""ASGI middleware: client impersonation headers dropped, body size capped, deadline enforced."""
+"""ASGI middleware: concurrency capped, client impersonation headers dropped, body size and
+read time capped, deadline enforced."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger(__name__)
 
 
-async def _send_json(send: Send, status: int, code: str, message: str) -> None:
-    body = json.dumps({"errors": [{"message": message, "extensions": {"code": code}}]}).encode()
+def error_body(code: str, message: str) -> bytes:
+    """The GraphQL error shape, for answers given outside of GraphQL."""
+    return json.dumps({"errors": [{"message": message, "extensions": {"code": code}}]}).encode()
+
+
+async def _send_json(
+    send: Send,
+    status: int,
+    code: str,
+    message: str,
+    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
+    body = error_body(code, message)
     await send(
         {
             "type": "http.response.start",
@@ -20,10 +32,41 @@ async def _send_json(send: Send, status: int, code: str, message: str) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                *extra_headers,
             ],
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+class ConcurrencyLimit:
+    """At most `max_requests` HTTP requests in the application at once; the next one gets 503
+    UNAVAILABLE with `Retry-After: 1` at once instead of queueing behind them. `/healthz` is
+    not counted, so a busy server is not mistaken for a dead one."""
+
+    def __init__(self, app: ASGIApp, max_requests: int) -> None:
+        self.app = app
+        self.max_requests = max_requests
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == "/healthz":
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.max_requests:
+            await _send_json(
+                send,
+                503,
+                "UNAVAILABLE",
+                f"the server is busy ({self.max_requests} requests in progress); retry shortly",
+                ((b"retry-after", b"1"),),
+            )
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
 
 
 class DropImpersonationHeaders:
@@ -44,11 +87,14 @@ class DropImpersonationHeaders:
 
 
 class BodySizeLimit:
-    """Refuses bodies over `max_bytes` with 413 before the GraphQL layer parses anything."""
+    """Refuses bodies over `max_bytes` with 413 before the GraphQL layer parses anything, and
+    bodies not received within `timeout_seconds` with 408 (a client sending one byte every few
+    seconds would otherwise hold its connection and request slot for as long as it likes)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_seconds: float = 10.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_seconds = timeout_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
@@ -65,21 +111,23 @@ class BodySizeLimit:
                 )
                 return
         chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await _send_json(
-                    send, 413, "BAD_REQUEST", f"request body over {self.max_bytes} bytes"
-                )
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                complete = await self._read(receive, chunks)
+        except TimeoutError:
+            await _send_json(
+                send,
+                408,
+                "BAD_REQUEST",
+                f"the request body did not arrive within {self.timeout_seconds:g} s",
+                ((b"connection", b"close"),),
+            )
+            return
+        if complete is None:
+            return
+        if not complete:
+            await _send_json(send, 413, "BAD_REQUEST", f"request body over {self.max_bytes} bytes")
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -90,6 +138,22 @@ class BodySizeLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive, chunks: list[bytes]) -> bool | None:
+        """Reads the body into `chunks`: True when whole, False when over the cap, None when
+        the client went away."""
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return False
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return True
 
 
 class Deadline:

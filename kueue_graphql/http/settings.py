@@ -15,6 +15,11 @@ class AuthMode(StrEnum):
     LOCAL = "local"
 
 
+# A deleted ServiceAccount or revoked token keeps working through the service for as long as
+# its TokenReview answer is cached: never longer than this.
+MAX_TOKEN_CACHE_TTL_SECONDS = 300.0
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     kubeconfig: str | None = None
@@ -27,10 +32,20 @@ class ServerSettings:
     graphiql_assets: Path | None = None
     max_body_bytes: int = 64 * 1024
     api_request_timeout_seconds: float = 10.0
+    # Granted decisions; denied ones for a shorter time, so a new RoleBinding applies quickly.
     authz_cache_ttl_seconds: float = 10.0
+    authz_deny_cache_ttl_seconds: float = 2.0
     token_cache_ttl_seconds: float = 30.0
     # Browser origins (scheme://host[:port]) allowed to call /graphql (CORS); none by default.
     cors_allow_origins: tuple[str, ...] = ()
+    # Connections and requests: see docs/service.md, "Limits".
+    max_concurrent_requests: int = 100
+    header_timeout_seconds: float = 10.0
+    body_timeout_seconds: float = 10.0
+    keep_alive_timeout_seconds: int = 5
+    readyz_timeout_seconds: float = 1.5
+    max_json_depth: int = 32
+    max_operation_name_length: int = 128
     query_limits: QueryLimits = field(default_factory=QueryLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
     live_limits: LiveLimits = field(default_factory=LiveLimits)

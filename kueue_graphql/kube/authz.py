@@ -3,7 +3,9 @@
 A decision is cached under the complete identity (user, uid, every group, every extra) plus
 verb, group, resource, namespace and name, so no decision ever serves a different caller. The
 TTL is short because RBAC changes must take effect quickly; its only job is to keep a burst of
-queries from the same user from asking the same question again.
+queries from the same user from asking the same question again. A denial is kept for less time
+than a grant (never longer): a user who was just granted access (a new RoleBinding) should not
+wait out a cached "no".
 """
 
 from __future__ import annotations
@@ -52,11 +54,20 @@ class Authorizer:
     SelfSubjectAccessReview (local mode, where the service's own identity is the caller)."""
 
     def __init__(
-        self, client: KubeClient, *, self_review: bool, ttl_seconds: float = 10.0, size: int = 10000
+        self,
+        client: KubeClient,
+        *,
+        self_review: bool,
+        ttl_seconds: float = 10.0,
+        deny_ttl_seconds: float = 2.0,
+        size: int = 10000,
     ) -> None:
+        # A denial is never kept longer than a grant.
+        deny_ttl_seconds = min(deny_ttl_seconds, ttl_seconds)
         self.client = client
         self.self_review = self_review
-        self._decisions: TTLCache[DecisionKey, bool] = TTLCache(maxsize=size, ttl=ttl_seconds)
+        self._grants: TTLCache[DecisionKey, bool] = TTLCache(maxsize=size, ttl=ttl_seconds)
+        self._denials: TTLCache[DecisionKey, bool] = TTLCache(maxsize=size, ttl=deny_ttl_seconds)
         # Concurrent requests asking the same question share one review.
         self._in_flight: dict[DecisionKey, asyncio.Future[bool]] = {}
 
@@ -74,10 +85,12 @@ class Authorizer:
 
     async def allowed(self, identity: Identity, access: Access, meter: ApiCallMeter) -> bool:
         key = self._key(identity, access)
-        cached = self._decisions.get(key)
-        if cached is not None:
+        if key in self._grants:
             ACCESS_DECISIONS.labels("cache_hit").inc()
-            return cached
+            return True
+        if key in self._denials:
+            ACCESS_DECISIONS.labels("cache_hit").inc()
+            return False
         pending = self._in_flight.get(key)
         if pending is not None:
             ACCESS_DECISIONS.labels("shared").inc()
@@ -97,7 +110,7 @@ class Authorizer:
             raise
         finally:
             self._in_flight.pop(key, None)
-        self._decisions[key] = decision
+        (self._grants if decision else self._denials)[key] = True
         future.set_result(decision)
         return decision
 

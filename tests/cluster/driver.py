@@ -415,7 +415,9 @@ class _Starter:
             token = secrets.token_urlsafe(32)
             (users_dir / f"{user}.token").write_text(token + "\n")
             (users_dir / f"{user}.token").chmod(0o600)
-            token_lines.append(f'{token},{user},uid-{index}-{user},"{",".join(groups)}"')
+            # The groups column only when there are groups: `""` would be one empty group.
+            groups_column = f',"{",".join(groups)}"' if groups else ""
+            token_lines.append(f"{token},{user},uid-{index}-{user}{groups_column}")
             if user != "admin":
                 _kubeconfig(
                     users_dir / f"{user}.kubeconfig", api_url, ca.pem, user, {"token": token}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ import pytest
 import uvicorn
 
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
+from kueue_graphql.http.server import uvicorn_config
 from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
 
@@ -63,12 +65,23 @@ class Server:
 
 @asynccontextmanager
 async def running_server(
-    kubeconfig: Path, auth_mode: AuthMode = AuthMode.TOKEN_REVIEW, **settings: Any
+    kubeconfig: Path,
+    auth_mode: AuthMode = AuthMode.TOKEN_REVIEW,
+    *,
+    settings: ServerSettings | None = None,
+    log_level: str = "warning",
+    **overrides: Any,
 ) -> AsyncIterator[Server]:
-    app = build_app(ServerSettings(kubeconfig=str(kubeconfig), auth_mode=auth_mode, **settings))
+    """The server as `kueue-graphql serve` runs it (same uvicorn configuration); `overrides`
+    replace single ServerSettings fields."""
+    settings = settings or ServerSettings()
+    settings = dataclasses.replace(
+        settings, kubeconfig=str(kubeconfig), auth_mode=auth_mode, **overrides
+    )
+    app = build_app(settings)
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn_config(app, settings, host="127.0.0.1", port=port, log_level=log_level)
     )
     task = asyncio.create_task(server.serve())
     for _ in range(200):

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 import pytest
 
+from kueue_graphql.context import RequestLimits
 from tests.cluster.driver import Cluster
-from tests.service.conftest import Server
+from tests.service.conftest import Server, running_server
 
 pytestmark = pytest.mark.cluster
+
+# The query below walks every object with every edge (each Job's Pods, each Workload's
+# diagnosis...): over the whole scenario set it needs more API calls than the default
+# per-request budget of 200 allows, which is the budget doing its job. This test is about the
+# fields, so its server allows more.
+EVERY_FIELD_BUDGET = 2000
+
+
+@pytest.fixture
+async def server(service_kubeconfig: Path) -> AsyncIterator[Server]:
+    limits = RequestLimits(api_call_budget=EVERY_FIELD_BUDGET)
+    async with running_server(service_kubeconfig, request_limits=limits) as started:
+        yield started
 
 OBJECT = (
     "name namespace uid labels annotations creationTimestamp raw "

@@ -1,0 +1,90 @@
+"""The document measure: fragments are measured once, so a fan-out is refused in milliseconds."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from graphql import parse
+
+from kueue_graphql.graph.query_cost import QueryLimits, QueryRefusedError, measure_document
+from kueue_graphql.graph.schema import build_schema
+
+
+def fan_out(levels: int) -> str:
+    """Issue 8's pre-auth CPU bomb: each fragment spreads the previous one four times."""
+    fragments = ["fragment F0 on Viewer { username }"] + [
+        f"fragment F{i} on Viewer {{ ...F{i - 1} ...F{i - 1} ...F{i - 1} ...F{i - 1} }}"
+        for i in range(1, levels + 1)
+    ]
+    return f"{{ viewer {{ ...F{levels} }} }} " + " ".join(fragments)
+
+
+@pytest.mark.parametrize("levels", [12, 20, 40])
+async def test_fragment_fan_out_is_refused_quickly(levels: int) -> None:
+    schema = build_schema()
+    started = time.process_time()
+    result = await schema.execute(fan_out(levels))
+    elapsed = time.process_time() - started
+    assert result.errors, "the fan-out must be refused"
+    assert result.errors[0].extensions == {"code": "BAD_REQUEST"}
+    assert result.data is None
+    # Not a timing assertion on the figure (benchmarks/query_bomb.py prints it): only that the
+    # refusal did not expand 4^levels fields (4^12 walks took 42.7 s before).
+    assert elapsed < 5, elapsed
+
+
+def test_expanded_figures_count_each_spread() -> None:
+    document = parse("{ viewer { ...A ...A } } fragment A on Viewer { a: username groups }")
+    measure = measure_document(document, QueryLimits(max_comparisons=10**9))
+    assert measure.fields == 1 + 2 * 2
+    assert measure.aliases == 2
+    assert measure.depth == 1
+
+
+def test_cost_multiplies_page_sizes() -> None:
+    document = parse("{ workloads(first: 50) { nodes { name } } }")
+    assert measure_document(document, QueryLimits()).cost == 1 + 50 * 2
+    variable = parse("query($n: Int!) { workloads(first: $n) { nodes { name } } }")
+    assert measure_document(variable, QueryLimits(assumed_page_size=100)).cost == 1 + 100 * 2
+    with pytest.raises(QueryRefusedError, match="cost"):
+        measure_document(document, QueryLimits(max_cost=100))
+
+
+@pytest.mark.parametrize(
+    ("query", "limits", "fragment"),
+    [
+        ("{ a { b { c { d } } } }", QueryLimits(max_depth=2), "depth"),
+        ("{ x: a y: a z: a }", QueryLimits(max_aliases=2), "aliases"),
+        ("{ a b c d }", QueryLimits(max_fields=3), "fields"),
+        ("{ " + "a " * 200 + "}", QueryLimits(), "comparisons"),
+        ("{ a(n: " + "9" * 41 + ") }", QueryLimits(), "number"),
+        ("{ a(n: [1, {x: " + "1" * 41 + ".5}]) }", QueryLimits(), "number"),
+    ],
+)
+def test_each_limit_refuses(query: str, limits: QueryLimits, fragment: str) -> None:
+    with pytest.raises(QueryRefusedError, match=fragment):
+        measure_document(parse(query), limits)
+
+
+def test_cyclic_and_unknown_fragments_are_left_to_validation() -> None:
+    document = parse("{ viewer { ...A ...Missing } } fragment A on Viewer { ...A username }")
+    assert measure_document(document, QueryLimits()).fields == 2
+
+
+def test_the_analysis_has_a_deadline() -> None:
+    document = parse("{ " + " ".join(f"f{i}" for i in range(1000)) + " }")
+    with pytest.raises(QueryRefusedError, match="too expensive to analyse"):
+        measure_document(document, QueryLimits(max_fields=10**6), deadline=time.perf_counter())
+
+
+async def test_parse_and_validation_are_cached() -> None:
+    schema = build_schema()
+    query = "{ __typename }"
+    first = await schema.execute(query)
+    second = await schema.execute(query)
+    assert first.errors is None
+    assert second.errors is None
+    checks = schema.extensions[0].args[0]  # type: ignore[union-attr]
+    assert list(checks.parsed.keys()) == [query]
+    assert len(checks.validated) == 1
