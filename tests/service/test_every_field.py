@@ -26,6 +26,7 @@ async def server(service_kubeconfig: Path) -> AsyncIterator[Server]:
     async with running_server(service_kubeconfig, request_limits=limits) as started:
         yield started
 
+
 OBJECT = (
     "name namespace uid labels annotations creationTimestamp raw "
     "events { reason message type count involvedObject { kind name } }"
