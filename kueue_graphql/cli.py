@@ -20,6 +20,7 @@ from kueue_graphql.context import RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
+from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
 
@@ -77,6 +78,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--authz-cache-ttl", type=float, default=float(_env("authz_cache_ttl", "10") or 0)
     )
+    serve.add_argument(
+        "--quota-disclosure",
+        choices=[level.value for level in QuotaDisclosure],
+        default=_env("quota_disclosure", QuotaDisclosure.NONE.value),
+        help="none (default): ClusterQueue figures only for callers who may read the "
+        "ClusterQueue; verdict: whatIf verdicts for callers who may get one of its LocalQueues; "
+        "quota: also its quota, usage and headroom (read under the service's own identity)",
+    )
     serve.add_argument("--log-level", default=_env("log_level", "info"))
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
@@ -129,6 +138,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             deadline_seconds=args.request_timeout,
             max_page_size=args.max_page_size,
         ),
+        quota_disclosure=QuotaDisclosure(args.quota_disclosure),
     )
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.lookups import ApiServerReader, KueueReader
+from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, ServiceQuotaReads
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class RequestContext:
     meter: ApiCallMeter
     identity: LazyIdentity
     limits: RequestLimits
+    disclosure: DisclosurePolicy = field(default_factory=DisclosurePolicy)
 
     @classmethod
     def create(
@@ -57,10 +59,19 @@ class RequestContext:
         authenticate: Callable[[ApiCallMeter], Awaitable[Identity]],
         impersonate: bool,
         limits: RequestLimits,
+        quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE,
     ) -> RequestContext:
         meter = ApiCallMeter(
             budget=limits.api_call_budget, deadline=time.monotonic() + limits.deadline_seconds
         )
         identity = LazyIdentity(lambda: authenticate(meter))
         reads = ApiServerReader(client, authorizer, identity, impersonate=impersonate, meter=meter)
-        return cls(reads=reads, meter=meter, identity=identity, limits=limits)
+        # The service reads as itself only when an admin turned the disclosure policy on.
+        disclosure = (
+            DisclosurePolicy(quota_disclosure, ServiceQuotaReads(client, meter))
+            if quota_disclosure is not QuotaDisclosure.NONE
+            else DisclosurePolicy()
+        )
+        return cls(
+            reads=reads, meter=meter, identity=identity, limits=limits, disclosure=disclosure
+        )

@@ -159,6 +159,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
             authenticate=authenticate,
             impersonate=authenticator.impersonates,
             limits=self.settings.request_limits,
+            quota_disclosure=self.settings.quota_disclosure,
         )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kueue_graphql.context import RequestLimits
 from kueue_graphql.graph.schema import QueryLimits
+from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
 
 class AuthMode(StrEnum):
@@ -31,3 +32,5 @@ class ServerSettings:
     token_cache_ttl_seconds: float = 30.0
     query_limits: QueryLimits = field(default_factory=QueryLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
+    # Off by default: see kueue_graphql/lookups/disclosure.py and docs/service.md.
+    quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE

@@ -63,9 +63,9 @@ class Server:
 
 @asynccontextmanager
 async def running_server(
-    kubeconfig: Path, auth_mode: AuthMode = AuthMode.TOKEN_REVIEW
+    kubeconfig: Path, auth_mode: AuthMode = AuthMode.TOKEN_REVIEW, **settings: Any
 ) -> AsyncIterator[Server]:
-    app = build_app(ServerSettings(kubeconfig=str(kubeconfig), auth_mode=auth_mode))
+    app = build_app(ServerSettings(kubeconfig=str(kubeconfig), auth_mode=auth_mode, **settings))
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
