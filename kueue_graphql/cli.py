@@ -7,6 +7,7 @@ dashes as underscores); a flag given on the command line wins.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import ipaddress
 import logging
 import os
@@ -16,10 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kueue_graphql.context import RequestLimits
+from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
+from kueue_graphql.kube.resources import canonical_kind
+from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
@@ -33,16 +36,45 @@ def _env_bool(name: str) -> bool:
     return (_env(name) or "").lower() in ("1", "true", "yes", "on")
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("kueue-graphql")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _origins(value: str | None) -> list[str]:
+    return [o.strip() for o in (value or "").split(",") if o.strip()]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kueue-graphql", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"kueue-graphql {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve = commands.add_parser("serve", help="run the GraphQL server")
-    serve.add_argument("--kubeconfig", default=_env("kubeconfig", os.environ.get("KUBECONFIG")))
-    serve.add_argument("--context", default=_env("context"))
-    serve.add_argument("--in-cluster", action="store_true", default=_env_bool("in_cluster"))
-    serve.add_argument("--host", default=_env("host", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(_env("port", "8080") or 8080))
+    serve = commands.add_parser(
+        "serve",
+        help="run the GraphQL server",
+        description="Run the GraphQL server. Every flag can also be set by an environment "
+        "variable KUEUE_GRAPHQL_<FLAG> (e.g. KUEUE_GRAPHQL_PORT=9090).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    serve.add_argument(
+        "--kubeconfig",
+        default=_env("kubeconfig", os.environ.get("KUBECONFIG")),
+        help="kubeconfig of the service's own identity ($KUBECONFIG, else ~/.kube/config)",
+    )
+    serve.add_argument("--context", default=_env("context"), help="kubeconfig context to use")
+    serve.add_argument(
+        "--in-cluster",
+        action="store_true",
+        default=_env_bool("in_cluster"),
+        help="use the pod's ServiceAccount (KUBERNETES_SERVICE_HOST/PORT and its mounted token)",
+    )
+    serve.add_argument("--host", default=_env("host", "127.0.0.1"), help="address to listen on")
+    serve.add_argument(
+        "--port", type=int, default=int(_env("port", "8080") or 8080), help="port to listen on"
+    )
     serve.add_argument(
         "--auth-mode",
         choices=[m.value for m in AuthMode],
@@ -51,9 +83,17 @@ def _parser() -> argparse.ArgumentParser:
         "local: read as the kubeconfig identity (loopback only)",
     )
     serve.add_argument(
-        "--allow-get-queries", action="store_true", default=_env_bool("allow_get_queries")
+        "--allow-get-queries",
+        action="store_true",
+        default=_env_bool("allow_get_queries"),
+        help="also accept queries over GET (?query=...)",
     )
-    serve.add_argument("--no-graphiql", action="store_true", default=_env_bool("no_graphiql"))
+    serve.add_argument(
+        "--no-graphiql",
+        action="store_true",
+        default=_env_bool("no_graphiql"),
+        help="do not serve the GraphiQL page on GET /graphql",
+    )
     serve.add_argument(
         "--graphiql-assets",
         metavar="DIR",
@@ -63,20 +103,103 @@ def _parser() -> argparse.ArgumentParser:
         "instead of loading them from unpkg.com",
     )
     serve.add_argument(
-        "--max-body-bytes", type=int, default=int(_env("max_body_bytes", "65536") or 0)
+        "--cors-allow-origin",
+        metavar="ORIGIN",
+        action="append",
+        default=_origins(_env("cors_allow_origin")),
+        help="a browser origin (https://host[:port]) allowed to call /graphql; repeatable "
+        "(env: comma-separated); none by default",
     )
     serve.add_argument(
-        "--request-timeout", type=float, default=float(_env("request_timeout", "20") or 0)
+        "--max-body-bytes",
+        type=int,
+        default=int(_env("max_body_bytes", "65536") or 0),
+        help="largest request body accepted",
     )
-    serve.add_argument("--max-depth", type=int, default=int(_env("max_depth", "12") or 0))
-    serve.add_argument("--max-aliases", type=int, default=int(_env("max_aliases", "30") or 0))
-    serve.add_argument("--max-tokens", type=int, default=int(_env("max_tokens", "2000") or 0))
     serve.add_argument(
-        "--api-call-budget", type=int, default=int(_env("api_call_budget", "200") or 0)
+        "--request-timeout",
+        type=float,
+        default=float(_env("request_timeout", "20") or 0),
+        help="seconds a request may take, API calls included",
     )
-    serve.add_argument("--max-page-size", type=int, default=int(_env("max_page_size", "100") or 0))
     serve.add_argument(
-        "--authz-cache-ttl", type=float, default=float(_env("authz_cache_ttl", "10") or 0)
+        "--max-depth",
+        type=int,
+        default=int(_env("max_depth", "12") or 0),
+        help="deepest selection nesting accepted",
+    )
+    serve.add_argument(
+        "--max-aliases",
+        type=int,
+        default=int(_env("max_aliases", "30") or 0),
+        help="most aliases in one query",
+    )
+    serve.add_argument(
+        "--max-tokens",
+        type=int,
+        default=int(_env("max_tokens", "2000") or 0),
+        help="most lexical tokens in one query",
+    )
+    serve.add_argument(
+        "--api-call-budget",
+        type=int,
+        default=int(_env("api_call_budget", "200") or 0),
+        help="most Kubernetes API calls one request may make",
+    )
+    serve.add_argument(
+        "--max-page-size",
+        type=int,
+        default=int(_env("max_page_size", "100") or 0),
+        help="largest `first` of a list field",
+    )
+    serve.add_argument(
+        "--authz-cache-ttl",
+        type=float,
+        default=float(_env("authz_cache_ttl", "10") or 0),
+        help="seconds an access decision is reused for the same caller",
+    )
+    serve.add_argument(
+        "--log-level",
+        default=_env("log_level", "info"),
+        choices=["debug", "info", "warning", "error"],
+        help="log level",
+    )
+    serve.add_argument(
+        "--log-format",
+        default=_env("log_format", "text"),
+        choices=["text", "json"],
+        help="json: one JSON object per line, one line per GraphQL request (request id, "
+        "operation, outcome, duration, apiCalls, username; never a token)",
+    )
+    serve.add_argument(
+        "--token-cache-ttl",
+        type=float,
+        default=float(_env("token_cache_ttl", "30") or 0),
+        help="seconds a TokenReview answer is reused for the same token",
+    )
+    serve.add_argument(
+        "--max-subscriptions-per-connection",
+        type=int,
+        default=int(_env("max_subscriptions_per_connection", "20") or 0),
+        help="most subscriptions open on one WebSocket connection",
+    )
+    serve.add_argument(
+        "--max-subscriptions-per-identity",
+        type=int,
+        default=int(_env("max_subscriptions_per_identity", "100") or 0),
+        help="most subscriptions open for one caller, over all connections",
+    )
+    serve.add_argument(
+        "--max-subscriptions",
+        type=int,
+        default=int(_env("max_subscriptions", "1000") or 0),
+        help="most subscriptions open in total",
+    )
+    serve.add_argument(
+        "--subscription-coalesce-ms",
+        type=float,
+        default=float(_env("subscription_coalesce_ms", "250") or 0),
+        help="milliseconds a burst of watch events is gathered into one recompute",
     )
     serve.add_argument(
         "--quota-disclosure",
@@ -86,22 +209,47 @@ def _parser() -> argparse.ArgumentParser:
         "ClusterQueue; verdict: whatIf verdicts for callers who may get one of its LocalQueues; "
         "quota: also its quota, usage and headroom (read under the service's own identity)",
     )
-    serve.add_argument("--log-level", default=_env("log_level", "info"))
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
 
     why = commands.add_parser(
         "why",
         help="why is my job waiting? (read as the kubeconfig's identity)",
-        description="Diagnose <namespace>/<name> (a Job unless --kind says otherwise) with "
-        "the identity of your kubeconfig, as the `diagnose` GraphQL field does.",
+        description="Diagnose a Job (or another owner kind, or a Workload) with the identity of "
+        "your kubeconfig, as the `diagnose` GraphQL field does. Targets as kubectl takes them: "
+        "`-n team-a job/NAME`, `-n team-a NAME`, `team-a/NAME`, `workload/NAME`.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    why.add_argument("target", help="<namespace>/<name>")
-    why.add_argument("--kind", default="Job", help='owner kind, or "Workload" (default: Job)')
+    why.add_argument("target", help="[KIND/]NAME with -n, or NAMESPACE/NAME")
+    why.add_argument(
+        "-n", "--namespace", default=None, help="namespace (default: the context's, else default)"
+    )
+    why.add_argument("--kind", default=None, help='owner kind, or "Workload" (default: Job)')
     why.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
-    why.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
-    why.add_argument("--context", default=None)
+    why.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig to read as"
+    )
+    why.add_argument("--context", default=None, help="kubeconfig context to use")
     return parser
+
+
+def parse_target(
+    target: str, namespace: str | None, kind: str | None, default_namespace: str
+) -> tuple[str, str, str]:
+    """(namespace, kind, name) from what a kubectl user types; ValueError when ambiguous."""
+    parts = target.split("/")
+    if len(parts) == 1:
+        return namespace or default_namespace, canonical_kind(kind or "Job"), parts[0]
+    if len(parts) != 2 or not all(parts):
+        raise ValueError(f"cannot read {target!r}: give [KIND/]NAME with -n NS, or NS/NAME")
+    first, name = parts
+    first_kind = canonical_kind(first)
+    if namespace is not None or first_kind in ("Job", "Workload"):
+        # kubectl's TYPE/NAME form (job/NAME, workload/NAME, Job/NAME).
+        if kind is not None and canonical_kind(kind) != canonical_kind(first):
+            raise ValueError(f"--kind {kind} contradicts {target!r}")
+        return namespace or default_namespace, canonical_kind(first), name
+    return first, canonical_kind(kind or "Job"), name
 
 
 def is_loopback(host: str) -> bool:
@@ -126,10 +274,20 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         in_cluster=args.in_cluster,
         auth_mode=AuthMode(args.auth_mode),
         allow_get_queries=args.allow_get_queries,
+        cors_allow_origins=tuple(args.cors_allow_origin or ()),
         graphiql=not args.no_graphiql,
         graphiql_assets=args.graphiql_assets,
         max_body_bytes=args.max_body_bytes,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
+        token_cache_ttl_seconds=args.token_cache_ttl,
+        live_limits=LiveLimits(
+            per_connection=args.max_subscriptions_per_connection,
+            per_identity=args.max_subscriptions_per_identity,
+            total=args.max_subscriptions,
+            coalesce_seconds=args.subscription_coalesce_ms / 1000,
+            # Identity and access are re-checked as often as either cache forgets.
+            recheck_seconds=min(args.token_cache_ttl, args.authz_cache_ttl),
+        ),
         query_limits=QueryLimits(
             max_depth=args.max_depth, max_aliases=args.max_aliases, max_tokens=args.max_tokens
         ),
@@ -153,14 +311,21 @@ async def _why(args: argparse.Namespace) -> int:
     from kueue_graphql.kube.client import ApiCallMeter, KubeClient
     from kueue_graphql.kube.transport import build_api_client, close_api_client
 
-    namespace, _, name = args.target.partition("/")
-    if not namespace or not name:
-        print("usage: kueue-graphql why <namespace>/<name>", file=sys.stderr)
+    try:
+        api_client = await build_api_client(args.kubeconfig, args.context, False)
+        namespace, kind, name = parse_target(
+            args.target,
+            args.namespace,
+            args.kind,
+            _context_namespace(args.kubeconfig, args.context),
+        )
+    except (KubeConfigError, ValueError) as refused:
+        print(f"kueue-graphql why: {refused}", file=sys.stderr)
         return 2
     settings = ServerSettings(
         kubeconfig=args.kubeconfig, kube_context=args.context, auth_mode=AuthMode.LOCAL
     )
-    client = KubeClient(await build_api_client(args.kubeconfig, args.context, False))
+    client = KubeClient(api_client)
     # The local-auth warning is meant for a server operator, not for this one-shot reader; the
     # level is restored so that an embedding process (or a test run) keeps its own logging.
     package_logger = logging.getLogger("kueue_graphql")
@@ -181,7 +346,7 @@ async def _why(args: argparse.Namespace) -> int:
         )
         result = await build_schema(settings.query_limits).execute(
             WHY_QUERY,
-            variable_values={"namespace": namespace, "kind": args.kind, "name": name},
+            variable_values={"namespace": namespace, "kind": kind, "name": name},
             context_value=context,
         )
     finally:
@@ -199,6 +364,47 @@ async def _why(args: argparse.Namespace) -> int:
     return 1 if result.errors else 0
 
 
+def _context_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace of the kubeconfig context, as kubectl defaults to it."""
+    import yaml
+
+    path = Path((kubeconfig or "~/.kube/config").split(os.pathsep)[0]).expanduser()
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return "default"
+    wanted = context or loaded.get("current-context")
+    for entry in loaded.get("contexts") or []:
+        if isinstance(entry, dict) and entry.get("name") == wanted:
+            return str((entry.get("context") or {}).get("namespace") or "default")
+    return "default"
+
+
+def _preflight(settings: ServerSettings, host: str, port: int) -> str | None:
+    """What would make `serve` fail at startup, as one sentence (None: nothing found)."""
+    import asyncio
+
+    from kueue_graphql.kube.transport import build_api_client, close_api_client
+
+    async def configure() -> None:
+        client = await build_api_client(
+            settings.kubeconfig, settings.kube_context, settings.in_cluster
+        )
+        await close_api_client(client)
+
+    try:
+        asyncio.run(configure())
+    except KubeConfigError as error:
+        return str(error)
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as bind_error:
+        reason = os.strerror(bind_error.errno) if bind_error.errno else str(bind_error)
+        return f"cannot listen on {host}:{port} ({reason}); pick another with --port"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "schema":
@@ -211,9 +417,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import uvicorn
 
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from kueue_graphql.http.observe import configure_logging
+
+    configure_logging(args.log_format, args.log_level)
     settings = settings_from(args)
     if settings.auth_mode is AuthMode.LOCAL and not is_loopback(args.host):
         # Local mode lends the kubeconfig's identity to anyone who can connect.
@@ -222,15 +428,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = build_app(settings)
     except GraphiQLAssetsError as error:
-        print(error, file=sys.stderr)
+        print(f"kueue-graphql serve: {error}", file=sys.stderr)
+        return 2
+    problem = _preflight(settings, args.host, args.port)
+    if problem is not None:
+        print(f"kueue-graphql serve: {problem}", file=sys.stderr)
         return 2
     uvicorn.run(
         app,
         host=args.host,
         port=args.port,
         log_level=args.log_level.lower(),
-        # The request line is logged, headers are not: tokens stay out of the log.
-        access_log=True,
+        # Logging is configured above (text or JSON); uvicorn's loggers propagate into it.
+        log_config=None,
+        # The request line is logged, headers are not: tokens stay out of the log. In JSON
+        # format the one line per GraphQL request (kueue_graphql.access) replaces it.
+        access_log=args.log_format == "text",
     )
     return 0
 

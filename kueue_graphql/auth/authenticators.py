@@ -19,6 +19,7 @@ from cachetools import TTLCache
 
 from kueue_graphql.core.errors import UnauthenticatedError, UnavailableError
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.metrics import TOKEN_REVIEWS
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, KubeClient
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class TokenReviewAuthenticator:
         digest = hashlib.sha256(token.encode()).hexdigest()
         cached = self._cache.get(digest)
         if cached is not None:
+            TOKEN_REVIEWS.labels("cache_hit").inc()
             return cached
         spec: dict[str, object] = {"token": token}
         if self.audiences:
@@ -80,6 +82,7 @@ class TokenReviewAuthenticator:
             raise UnavailableError(f"token review failed ({error.status})") from error
         status = review.get("status") or {}
         if not status.get("authenticated"):
+            TOKEN_REVIEWS.labels("rejected").inc()
             raise UnauthenticatedError(
                 "the bearer token was not accepted by the Kubernetes API server"
             )
@@ -87,6 +90,7 @@ class TokenReviewAuthenticator:
             identity = Identity.from_user_info(status.get("user") or {})
         except ValueError as error:
             raise UnauthenticatedError("the token review returned no usable identity") from error
+        TOKEN_REVIEWS.labels("accepted").inc()
         self._cache[digest] = identity
         return identity
 

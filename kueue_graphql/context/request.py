@@ -10,7 +10,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from kueue_graphql.context.live import LiveRegistry
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
@@ -36,10 +38,25 @@ class LazyIdentity:
         self._authenticate = authenticate
         self._task: asyncio.Task[Identity] | None = None
 
+    def known(self) -> Identity | None:
+        """The identity, if this request has already authenticated successfully."""
+        task = self._task
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
+
     async def __call__(self) -> Identity:
         if self._task is None:
             self._task = asyncio.ensure_future(self._authenticate())
         return await asyncio.shield(self._task)
+
+
+@dataclass
+class Operation:
+    """What the request turned out to be, filled in during execution, read by the access log."""
+
+    name: str | None = None
+    type: str = "none"  # query, mutation, subscription; none: refused before parsing
 
 
 @dataclass
@@ -49,6 +66,15 @@ class RequestContext:
     identity: LazyIdentity
     limits: RequestLimits
     disclosure: DisclosurePolicy = field(default_factory=DisclosurePolicy)
+    operation: Operation = field(default_factory=Operation)
+    # WebSocket connections only: strawberry puts connection_init's payload here, `renew` makes
+    # the fresh per-message context of a subscription, `live` holds the subscription caps.
+    connection_params: dict[str, Any] | None = None
+    renew: Callable[[], RequestContext] | None = None
+    live: LiveRegistry | None = None
+    watch_client: KubeClient | None = None
+    # Whether reads (and a subscription's watches) are made as the caller.
+    impersonate: bool = True
 
     @classmethod
     def create(
@@ -73,5 +99,10 @@ class RequestContext:
             else DisclosurePolicy()
         )
         return cls(
-            reads=reads, meter=meter, identity=identity, limits=limits, disclosure=disclosure
+            reads=reads,
+            meter=meter,
+            identity=identity,
+            limits=limits,
+            impersonate=impersonate,
+            disclosure=disclosure,
         )

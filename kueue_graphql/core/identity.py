@@ -34,11 +34,24 @@ class Identity:
         return cls(
             username=username,
             uid=uid if isinstance(uid, str) else "",
-            groups=tuple(str(g) for g in groups),
+            # A static token file line with an empty group column yields the group "": it is
+            # no group, and constrained impersonation refuses to impersonate it.
+            groups=tuple(str(g) for g in groups if g),
             extra=tuple(
                 sorted((str(key), tuple(str(v) for v in values)) for key, values in extra.items())
             ),
         )
+
+    @property
+    def service_account(self) -> tuple[str, str] | None:
+        """(namespace, name) when this is a ServiceAccount (`system:serviceaccount:NS:NAME`)."""
+        prefix = "system:serviceaccount:"
+        if not self.username.startswith(prefix):
+            return None
+        parts = self.username[len(prefix) :].split(":")
+        if len(parts) != 2 or not all(parts):
+            return None
+        return parts[0], parts[1]
 
     @property
     def extra_dict(self) -> dict[str, list[str]]:

@@ -9,6 +9,8 @@ from kueue_graphql.diagnosis.model import (
     Absent,
     Diagnosis,
     DiagnosisInput,
+    Eviction,
+    Failed,
     Forbidden,
     KubeObject,
     Layer,
@@ -16,6 +18,7 @@ from kueue_graphql.diagnosis.model import (
     ObjectRef,
     Observed,
     PodSchedulingProblem,
+    Preemptor,
     QueuePosition,
     QuotaLine,
     QuotaReport,
@@ -24,12 +27,15 @@ from kueue_graphql.diagnosis.model import (
     Stage,
     Verdict,
     Visibility,
+    verdict_key,
 )
 
 __all__ = [
     "Absent",
     "Diagnosis",
     "DiagnosisInput",
+    "Eviction",
+    "Failed",
     "Forbidden",
     "KubeObject",
     "Layer",
@@ -37,6 +43,7 @@ __all__ = [
     "ObjectRef",
     "Observed",
     "PodSchedulingProblem",
+    "Preemptor",
     "QueuePosition",
     "QuotaLine",
     "QuotaReport",
@@ -46,4 +53,5 @@ __all__ = [
     "Verdict",
     "Visibility",
     "diagnose",
+    "verdict_key",
 ]

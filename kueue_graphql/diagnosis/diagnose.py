@@ -8,12 +8,13 @@ kube-scheduler; are they running.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
+from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API, Code, CodeGroup
 from kueue_graphql.diagnosis.messages import (
-    GRANULAR_PENDING_REASONS,
     parse_kueue_message,
     parse_taint,
 )
@@ -21,12 +22,15 @@ from kueue_graphql.diagnosis.model import (
     Absent,
     Diagnosis,
     DiagnosisInput,
+    Eviction,
+    Failed,
     Forbidden,
     KubeObject,
     Layer,
     Number,
     ObjectRef,
     PodSchedulingProblem,
+    Preemptor,
     QueuePosition,
     QuotaReport,
     Reason,
@@ -53,10 +57,11 @@ from kueue_graphql.diagnosis.objects import (
     uid,
 )
 from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem, pods_of
+from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY
 from kueue_graphql.diagnosis.quantity import format_quantity
 from kueue_graphql.diagnosis.quota import assess_quota
 from kueue_graphql.diagnosis.remedies import commands_for, next_steps_for
-from kueue_graphql.diagnosis.requests import workload_requests
+from kueue_graphql.diagnosis.requests import workload_needs, workload_requests
 
 __all__ = ["diagnose"]
 
@@ -133,18 +138,18 @@ class _Context:
     def lq_ref(self) -> ObjectRef | None:
         if not self.queue_name:
             return None
-        return ObjectRef("LocalQueue", self.queue_name, self.namespace, "kueue.x-k8s.io/v1beta2")
+        return ObjectRef("LocalQueue", self.queue_name, self.namespace, KUEUE_API)
 
     def cq_ref(self) -> ObjectRef | None:
         if not self.cq_name:
             return None
-        return ObjectRef("ClusterQueue", self.cq_name, None, "kueue.x-k8s.io/v1beta2")
+        return ObjectRef("ClusterQueue", self.cq_name, None, KUEUE_API)
 
     def cohort_ref(self) -> ObjectRef | None:
         if self.cluster_queue is None:
             return None
         cohort = text(self.cluster_queue, "spec", "cohortName")
-        return ObjectRef("Cohort", cohort, None, "kueue.x-k8s.io/v1beta2") if cohort else None
+        return ObjectRef("Cohort", cohort, None, KUEUE_API) if cohort else None
 
     def workload_events(self) -> list[KubeObject]:
         if self.workload is None:
@@ -200,12 +205,62 @@ def _build(
         queue_position=position,
         next_steps=(),
         commands=(),
+        preemptor=_preemptor(ctx),
+        evictions=_evictions(ctx.workload),
     )
     return replace(
         diagnosis,
-        next_steps=tuple(next_steps_for(diagnosis, _known_list(ctx.inp.resource_flavors) or [])),
+        next_steps=tuple(
+            next_steps_for(
+                diagnosis,
+                _known_list(ctx.inp.resource_flavors) or [],
+                _known_list(ctx.inp.admission_checks) or [],
+            )
+        ),
         commands=tuple(commands_for(diagnosis)),
     )
+
+
+# "Preempted to accommodate a workload (UID: <uid>, JobUID: <uid>) due to ..." (Kueue v0.17
+# pkg/scheduler/preemption; the same shape in v0.20).
+_PREEMPTOR_UID = re.compile(r"\(UID: (?P<uid>[^,)\s]+)")
+
+
+def preemptor_uid(workload: KubeObject | None) -> str | None:
+    """The preempting Workload's UID, from the Preempted (else Evicted) condition."""
+    for type_ in ("Preempted", "Evicted"):
+        cond = condition(workload, type_)
+        if cond is not None and cond.get("status") == "True":
+            m = _PREEMPTOR_UID.search(str(cond.get("message") or ""))
+            if m:
+                return m.group("uid")
+    return None
+
+
+def _preemptor(ctx: _Context) -> Preemptor | None:
+    found_uid = preemptor_uid(ctx.workload)
+    if found_uid is None:
+        return None
+    other = _known(ctx.inp.preemptor)
+    if other is None or uid(other) != found_uid:
+        return Preemptor(uid=found_uid, workload=None, owner=None)
+    return Preemptor(
+        uid=found_uid, workload=ref(other, "Workload"), owner=_owner_from_workload(other)
+    )
+
+
+def _evictions(workload: KubeObject | None) -> tuple[Eviction, ...]:
+    out = []
+    for row in items(workload, "status", "schedulingStats", "evictions"):
+        count = row.get("count")
+        out.append(
+            Eviction(
+                reason=str(row.get("reason") or ""),
+                underlying_cause=str(row.get("underlyingCause") or ""),
+                count=count if isinstance(count, int) and not isinstance(count, bool) else 0,
+            )
+        )
+    return tuple(out)
 
 
 def _owner_from_workload(workload: KubeObject | None) -> ObjectRef | None:
@@ -230,16 +285,30 @@ def _queue_position(ctx: _Context, stage: Stage) -> QueuePosition:
         return QueuePosition(visibility=Visibility.FORBIDDEN, detail=raw.detail)
     if isinstance(raw, Absent):
         return QueuePosition(visibility=Visibility.ABSENT, detail=raw.detail)
+    if isinstance(raw, Failed):
+        return QueuePosition(
+            visibility=Visibility.UNAVAILABLE,
+            detail=f"not reported: Kueue's visibility server failed ({raw.detail})",
+        )
 
     def _int(key: str) -> int | None:
         value = raw.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    foreign = _int(FOREIGN_ENTRIES_KEY) or 0
+    detail = ""
+    if foreign:
+        detail = (
+            f"Kueue listed {foreign} Workload(s) of other namespaces' same-named LocalQueues "
+            "ahead of this one (kueue#10575); they were dropped, so positionInLocalQueue counts "
+            "this namespace only; positionInClusterQueue is Kueue's and counts every namespace"
+        )
     return QueuePosition(
         visibility=Visibility.AVAILABLE,
         position_in_cluster_queue=_int("positionInClusterQueue"),
         position_in_local_queue=_int("positionInLocalQueue"),
         priority=_int("priority"),
+        detail=detail,
     )
 
 
@@ -364,7 +433,7 @@ def _admission_check_reasons(ctx: _Context) -> list[Reason]:
                 message=message,
                 source=ReasonSource.CONDITION,
                 kueue_reason=state,
-                object=ObjectRef("AdmissionCheck", check_name, None, "kueue.x-k8s.io/v1beta2"),
+                object=ObjectRef("AdmissionCheck", check_name, None, KUEUE_API),
             )
         )
     return out
@@ -533,17 +602,89 @@ def _queue_object_reasons(ctx: _Context) -> list[Reason]:
             )
         active = condition(ctx.cluster_queue, "Active")
         if active is not None and active.get("status") == "False":
-            out.append(
-                Reason(
-                    "ClusterQueueInactive",
-                    f"ClusterQueue {ctx.cq_name} is not active ({active.get('reason')}): "
-                    f"{active.get('message') or ''}",
-                    ReasonSource.OBJECT,
-                    kueue_reason=str(active.get("reason") or "") or None,
-                    object=cq_ref,
-                )
-            )
+            out.extend(_cluster_queue_inactive_causes(ctx, active))
     return out
+
+
+# "Can't admit new workloads: references missing ResourceFlavor(s): a,b, references inactive
+# AdmissionCheck(s): c." (Kueue v0.17 pkg/cache/scheduler/clusterqueue.go inactiveReason: the
+# condition's reason is only the first cause; the message lists them all.)
+_CQ_CAUSES: tuple[tuple[re.Pattern[str], Code, str], ...] = (
+    (re.compile(r"references missing ResourceFlavor\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.FLAVOR_NOT_FOUND, "ResourceFlavor"),
+    (re.compile(r"references missing AdmissionCheck\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.ADMISSION_CHECK_NOT_FOUND, "AdmissionCheck"),
+    (re.compile(r"references inactive AdmissionCheck\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.ADMISSION_CHECK_INACTIVE, "AdmissionCheck"),
+    (re.compile(r'there is no Topology "(?P<n>[^"]+)"'), Code.TOPOLOGY_NOT_FOUND, "Topology"),
+)  # fmt: skip
+_CQ_REASON_CODES = {
+    "Terminating": Code.CLUSTER_QUEUE_TERMINATING,
+    "Stopped": Code.CLUSTER_QUEUE_STOPPED,
+    "FlavorNotFound": Code.FLAVOR_NOT_FOUND,
+    "AdmissionCheckNotFound": Code.ADMISSION_CHECK_NOT_FOUND,
+    "AdmissionCheckInactive": Code.ADMISSION_CHECK_INACTIVE,
+    "TopologyNotFound": Code.TOPOLOGY_NOT_FOUND,
+    "MultipleMultiKueueAdmissionChecks": Code.MULTIKUEUE_MISCONFIGURED,
+    "MultiKueueAdmissionCheckAppliedPerFlavor": Code.MULTIKUEUE_MISCONFIGURED,
+    "MultiKueueWithProvisioningRequest": Code.MULTIKUEUE_MISCONFIGURED,
+    "CohortCycleDetected": Code.COHORT_CYCLE_DETECTED,
+}
+_CAUSE_TEXT = {
+    Code.FLAVOR_NOT_FOUND: "references ResourceFlavor {n}, which does not exist",
+    Code.ADMISSION_CHECK_NOT_FOUND: "references AdmissionCheck {n}, which does not exist",
+    Code.ADMISSION_CHECK_INACTIVE: "references AdmissionCheck {n}, which is not active",
+    Code.TOPOLOGY_NOT_FOUND: "uses Topology {n}, which does not exist",
+}
+
+
+def _cluster_queue_inactive_causes(ctx: _Context, active: KubeObject) -> list[Reason]:
+    """One reason per concrete cause of Active=False, each naming the object to fix."""
+    kueue_reason = str(active.get("reason") or "") or None
+    message = str(active.get("message") or "")
+    cq_ref = ctx.cq_ref()
+    out: list[Reason] = []
+    for pattern, code, kind in _CQ_CAUSES:
+        for m in pattern.finditer(message):
+            for object_name in filter(None, m.group("n").split(",")):
+                out.append(
+                    Reason(
+                        code,
+                        f"ClusterQueue {ctx.cq_name} "
+                        + _CAUSE_TEXT[code].format(n=object_name)
+                        + f" (Active=False, {kueue_reason}): {message}",
+                        ReasonSource.OBJECT,
+                        kueue_reason=kueue_reason,
+                        object=ObjectRef(kind, object_name, None, KUEUE_API),
+                    )
+                )
+    if out:
+        return out
+    code = _CQ_REASON_CODES.get(kueue_reason or "", Code.CLUSTER_QUEUE_INACTIVE)
+    obj = cq_ref
+    if code is Code.COHORT_CYCLE_DETECTED and ctx.cohort_ref() is not None:
+        obj = ctx.cohort_ref()
+    return [
+        Reason(
+            code,
+            f"ClusterQueue {ctx.cq_name} is not active ({kueue_reason}): {message}".rstrip(": "),
+            ReasonSource.OBJECT,
+            kueue_reason=kueue_reason,
+            object=obj,
+        )
+    ]
+
+
+def _queue_cannot_admit(ctx: _Context) -> bool:
+    """The LocalQueue or ClusterQueue admits nothing now, whatever the quota says."""
+    for obj in (ctx.local_queue, ctx.cluster_queue):
+        if obj is None:
+            continue
+        stop = text(obj, "spec", "stopPolicy")
+        active = condition(obj, "Active")
+        if (stop and stop != "None") or (active is not None and active.get("status") == "False"):
+            return True
+    return False
 
 
 def _quota(ctx: _Context) -> QuotaReport:
@@ -573,6 +714,7 @@ def _quota(ctx: _Context) -> QuotaReport:
         cluster_queue=ctx.cluster_queue,
         requests=workload_requests(ctx.workload),
         holds_reservation=condition_true(ctx.workload, "QuotaReserved"),
+        queue_inactive=_queue_cannot_admit(ctx),
         cluster_queues=_known_list(ctx.inp.cluster_queues),
         cohorts=_known_list(ctx.inp.cohorts),
     )
@@ -581,6 +723,11 @@ def _quota(ctx: _Context) -> QuotaReport:
 _QUEUE_CODES = ("LocalQueueNotFound", "LocalQueueStopped", "LocalQueueInactive")
 _CQ_CODES = ("ClusterQueueNotFound", "ClusterQueueStopped", "ClusterQueueInactive")
 _FLAVOR_CODES = ("UntoleratedFlavorTaint", "FlavorNodeAffinityMismatch", "FlavorNotFound")
+
+
+def _group(r: Reason) -> CodeGroup | None:
+    code = Code.of(r.code)
+    return code.group if code is not None else None
 
 
 def _blocking_for(
@@ -594,6 +741,13 @@ def _blocking_for(
         if r.code == "ClusterQueueNotFound":
             # The LocalQueue is what names the missing ClusterQueue: that is what to fix.
             return ctx.lq_ref() or r.object
+    for r in reasons:
+        if r.code == Code.CLUSTER_QUEUE_STOPPED:
+            return ctx.cq_ref() or r.object
+    for r in reasons:
+        # What the ClusterQueue lacks (a flavor, an admission check, ...) is what to fix.
+        if _group(r) is CodeGroup.QUEUE_CONFIGURATION and r.source is ReasonSource.OBJECT:
+            return r.object or ctx.cq_ref()
     for r in reasons:
         if r.code in _CQ_CODES or r.code == "NamespaceNotSelected":
             return ctx.cq_ref() or r.object
@@ -622,6 +776,7 @@ def _blocking_for(
 def _waiting_for_quota(ctx: _Context) -> Diagnosis:
     reasons = _pending_reasons(ctx) + _queue_object_reasons(ctx)
     quota = _quota(ctx)
+    reasons = _with_workload_needs(reasons, workload_needs(ctx.workload))
     reasons = _annotate_with_quota(reasons, quota)
     if not reasons:
         reasons.append(
@@ -634,10 +789,30 @@ def _waiting_for_quota(ctx: _Context) -> Diagnosis:
             )
         )
     blocking = _blocking_for(ctx, reasons, quota) or ctx.cq_ref() or ctx.lq_ref()
-    summary = _quota_summary(reasons, quota)
+    summary = _quota_summary(ctx, reasons, quota)
     return _build(
         ctx, Stage.WAITING_FOR_QUOTA_RESERVATION, Layer.KUEUE, summary, blocking, reasons, quota
     )
+
+
+def _with_workload_needs(
+    reasons: list[Reason], needs: Mapping[str, Fraction] | None
+) -> list[Reason]:
+    """Quota reasons carry, as `requested`, the one aggregate the quota lines use: all pod
+    sets, per resource, as Kueue counts them (Kueue's message names only the pod set that
+    failed and what earlier ones took)."""
+    if not needs:
+        return reasons
+    out = []
+    for r in reasons:
+        total = needs.get(r.resource or "")
+        if r.code == Code.EXCEEDS_MAX_QUOTA and total is not None:
+            aggregate = Number("requested", total, _q(total, r.resource))
+            r = replace(
+                r, numbers=tuple(aggregate if n.name == "requested" else n for n in r.numbers)
+            )
+        out.append(r)
+    return out
 
 
 def _annotate_with_quota(reasons: list[Reason], quota: QuotaReport) -> list[Reason]:
@@ -675,9 +850,26 @@ def _q(value: Fraction, resource: str | None) -> str:
     return format_quantity(value, resource)
 
 
-def _quota_summary(reasons: Sequence[Reason], quota: QuotaReport) -> str:
+def _quota_summary(ctx: _Context, reasons: Sequence[Reason], quota: QuotaReport) -> str:
     first = reasons[0]
+    if first.code == Code.WAITING_FOR_QUOTA:
+        # The most severe quota reason speaks (KEP-10852's precedence): a later pod set that
+        # can never fit outweighs an earlier one that must wait.
+        first = next((r for r in reasons if r.code == Code.EXCEEDS_MAX_QUOTA), first)
     res = first.resource
+    causes = [
+        r
+        for r in reasons
+        if _group(r) is CodeGroup.QUEUE_CONFIGURATION and r.source is ReasonSource.OBJECT
+    ]
+    if causes and first.code in (Code.CLUSTER_QUEUE_INACTIVE, Code.LOCAL_QUEUE_INACTIVE):
+        named = "; ".join(c.message.split(" (Active=False")[0] for c in causes)
+        return f"ClusterQueue {ctx.cq_name} cannot admit any Workload: {named}"
+    if first.code == Code.CLUSTER_QUEUE_INACTIVE and isinstance(ctx.inp.cluster_queue, Forbidden):
+        return (
+            f"{first.message}; you may not read ClusterQueue {ctx.cq_name}, so the cause "
+            "(its Active condition) is hidden from you: ask an admin"
+        )
     if first.code == "ExceedsMaxQuota":
         req, cap = first.number("requested"), first.number("maximumCapacity")
         if req is not None and cap is not None:

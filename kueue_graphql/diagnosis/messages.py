@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from fractions import Fraction
 
+from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API, LEGACY_PENDING_REASONS
 from kueue_graphql.diagnosis.model import Number, ObjectRef, Reason, ReasonSource
-from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
+from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
 
 __all__ = [
     "GRANULAR_PENDING_REASONS",
@@ -24,24 +25,6 @@ __all__ = [
     "split_flavor_parts",
 ]
 
-# Reasons Kueue writes on QuotaReserved=False. v0.17 writes only the legacy ones; later
-# releases (UnadmittedWorkloadsObservability) write the granular ones.
-LEGACY_PENDING_REASONS = frozenset({"Pending", "Inadmissible"})
-GRANULAR_PENDING_REASONS = frozenset(
-    {
-        "WaitingForQuota",
-        "ExceedsMaxQuota",
-        "NoMatchingFlavor",
-        "TopologyPlacementFailed",
-        "WaitingForPreemptedWorkloads",
-        "Misconfigured",
-        "Suspended",
-        "PendingEvaluation",
-        "AdmissionGated",
-    }
-)
-
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
 _QTY = r"[+-]?[0-9.]+(?:[eE][+-]?\d+|[a-zA-Z]+)?"
 _PODSET_PREFIX = re.compile(r"^couldn't assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
 _PODSET_ERROR = re.compile(r"^failed to assign flavors to pod set (?P<ps>[^:]+): (?P<rest>.*)$")
@@ -148,9 +131,24 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
         prev, cur, cap = _PREVIOUS.search(part), _CURRENT.search(part), _MAXCAP.search(part)
         numbers = _numbers(
             ("previouslyConsidered", prev.group("v") if prev else None),
+            ("podSetRequest", cur.group("v") if cur else None),
             ("requested", cur.group("v") if cur else (old.group("req") if old else None)),
             ("maximumCapacity", cap.group("v") if cap else (old.group("max") if old else None)),
         )
+        # "requested" is what the Workload needs so far: earlier pod sets + this one (the
+        # diagnosis replaces it with the all-pod-set aggregate where it can read the Workload).
+        before = next((n for n in numbers if n.name == "previouslyConsidered"), None)
+        if before is not None and before.value:
+            numbers = tuple(
+                Number(
+                    n.name,
+                    n.value + before.value,
+                    format_quantity(n.value + before.value, m.group("res")),
+                )
+                if n.name == "requested"
+                else n
+                for n in numbers
+            )
         flavor = m.group("flavor")
         return replace(
             base,

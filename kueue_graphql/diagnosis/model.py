@@ -19,6 +19,8 @@ __all__ = [
     "Absent",
     "Diagnosis",
     "DiagnosisInput",
+    "Eviction",
+    "Failed",
     "Forbidden",
     "KubeObject",
     "Layer",
@@ -26,6 +28,7 @@ __all__ = [
     "ObjectRef",
     "Observed",
     "PodSchedulingProblem",
+    "Preemptor",
     "QueuePosition",
     "QuotaLine",
     "QuotaReport",
@@ -51,6 +54,13 @@ class Forbidden:
 @dataclass(frozen=True)
 class Absent:
     """The object does not exist (404), or the API serving it is not installed."""
+
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The API that serves it answered with an error (e.g. Kueue's visibility server failed)."""
 
     detail: str = ""
 
@@ -88,7 +98,10 @@ class DiagnosisInput:
     resource_flavors: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
     admission_checks: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
     nodes: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
-    queue_position: Observed[KubeObject] = field(default_factory=Absent)
+    queue_position: Observed[KubeObject] | Failed = field(default_factory=Absent)
+    preemptor: Observed[KubeObject] = field(default_factory=Absent)
+    """The Workload whose UID Kueue's Preempted condition names, as the caller could find it
+    (Forbidden: she may not list Workloads where it might be)."""
 
 
 class Stage(enum.Enum):
@@ -171,10 +184,15 @@ class Visibility(enum.Enum):
     FORBIDDEN = "FORBIDDEN"
     ABSENT = "ABSENT"
     NOT_APPLICABLE = "NOT_APPLICABLE"
+    UNAVAILABLE = "UNAVAILABLE"
+    """The API that computes it failed: not reported, rather than guessed absent."""
 
 
 class Verdict(enum.Enum):
     NEVER_FITS = "NEVER_FITS"
+    QUEUE_INACTIVE = "QUEUE_INACTIVE"
+    """The quota would do, but the LocalQueue or ClusterQueue admits nothing now (inactive,
+    stopped): no FITS_NOW / MUST_WAIT while that lasts."""
     FITS_NOW = "FITS_NOW"
     MUST_WAIT = "MUST_WAIT"
     UNKNOWN = "UNKNOWN"
@@ -245,6 +263,23 @@ class QueuePosition:
 
 
 @dataclass(frozen=True)
+class Eviction:
+    """One row of status.schedulingStats.evictions: how often, and why."""
+
+    reason: str
+    underlying_cause: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Preemptor:
+    uid: str
+    workload: ObjectRef | None
+    """None when the caller could not read it: its name stays hidden."""
+    owner: ObjectRef | None
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     stage: Stage
     layer: Layer
@@ -260,3 +295,20 @@ class Diagnosis:
     queue_position: QueuePosition
     next_steps: tuple[str, ...]
     commands: tuple[str, ...]
+    preemptor: Preemptor | None = None
+    evictions: tuple[Eviction, ...] = ()
+
+
+def verdict_key(d: Diagnosis) -> tuple[object, ...]:
+    """What a waiting user watches for: a live diagnosis is pushed only when this changes
+    (stage, layer, blocking object, reason codes, quota verdict, queue position), not on every
+    resourceVersion of the objects behind it."""
+    return (
+        d.stage,
+        d.layer,
+        d.blocking_object,
+        tuple(sorted({r.code for r in d.reasons}, key=str)),
+        d.quota.verdict,
+        d.queue_position.position_in_cluster_queue,
+        d.queue_position.position_in_local_queue,
+    )

@@ -19,7 +19,7 @@ cohort figures unknown rather than wrong.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from kueue_graphql.diagnosis.model import (
@@ -31,7 +31,7 @@ from kueue_graphql.diagnosis.model import (
 )
 from kueue_graphql.diagnosis.objects import items, name, text
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
-from kueue_graphql.diagnosis.requests import PodSetRequest
+from kueue_graphql.diagnosis.requests import PodSetRequest, total_needs
 
 __all__ = [
     "CohortTree",
@@ -242,14 +242,6 @@ class CohortTree:
         return result
 
 
-def _needs(requests: Sequence[PodSetRequest]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for ps in requests:
-        for res, value in ps.total.items():
-            out[res] = out.get(res, ZERO) + value
-    return out
-
-
 def _assigned(requests: Sequence[PodSetRequest]) -> dict[FlavorResource, Fraction]:
     out: dict[FlavorResource, Fraction] = {}
     for ps in requests:
@@ -361,6 +353,7 @@ def assess_quota(
     cluster_queue: KubeObject,
     requests: Sequence[PodSetRequest],
     holds_reservation: bool,
+    queue_inactive: bool = False,
     cluster_queues: Sequence[KubeObject] | None,
     cohorts: Sequence[KubeObject] | None,
 ) -> QuotaReport:
@@ -374,14 +367,16 @@ def assess_quota(
         wanted = _assigned(requests)
     else:
         wanted = {}
-        for res, value in _needs(requests).items():
+        for res, value in total_needs(list(requests)).items():
             flavors = candidate_flavors(cluster_queue, res) or [""]
             for flavor in flavors:
                 wanted[(flavor, res)] = value
-    lines = [
-        quota_line(cluster_queue, tree, fr, requested, holds_reservation=holds_reservation)
-        for fr, requested in sorted(wanted.items())
-    ]
+    lines = []
+    for fr, requested in sorted(wanted.items()):
+        line = quota_line(cluster_queue, tree, fr, requested, holds_reservation=holds_reservation)
+        if queue_inactive and not holds_reservation and line.verdict is not Verdict.NEVER_FITS:
+            line = replace(line, verdict=Verdict.QUEUE_INACTIVE)
+        lines.append(line)
     return QuotaReport(
         visibility=Visibility.AVAILABLE,
         cluster_queue=name(cluster_queue),
@@ -397,7 +392,13 @@ def overall_verdict(lines: Sequence[QuotaLine], cluster_queue: KubeObject) -> Ve
     """Best flavor per resource group, worst across groups (Kueue tries flavors in order)."""
     if not lines:
         return None
-    rank = {Verdict.NEVER_FITS: 0, Verdict.UNKNOWN: 1, Verdict.MUST_WAIT: 2, Verdict.FITS_NOW: 3}
+    rank = {
+        Verdict.NEVER_FITS: 0,
+        Verdict.QUEUE_INACTIVE: 1,
+        Verdict.UNKNOWN: 2,
+        Verdict.MUST_WAIT: 3,
+        Verdict.FITS_NOW: 4,
+    }
     by_group: dict[int, dict[str, list[Verdict]]] = {}
     groups = items(cluster_queue, "spec", "resourceGroups")
     for line in lines:

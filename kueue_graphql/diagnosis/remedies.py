@@ -6,6 +6,7 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 
+from kueue_graphql.core.kueue import Code
 from kueue_graphql.diagnosis.messages import parse_taint
 from kueue_graphql.diagnosis.model import (
     Diagnosis,
@@ -16,7 +17,7 @@ from kueue_graphql.diagnosis.model import (
     Verdict,
     Visibility,
 )
-from kueue_graphql.diagnosis.objects import items, name
+from kueue_graphql.diagnosis.objects import items, name, text
 from kueue_graphql.diagnosis.quantity import format_quantity
 
 __all__ = ["commands_for", "next_steps_for"]
@@ -51,17 +52,49 @@ _NOT_QUOTA_CODES = frozenset(
 )
 
 
-def next_steps_for(d: Diagnosis, flavors: Sequence[KubeObject] = ()) -> Iterator[str]:
+# What fixes a ClusterQueue that lacks an object it references (its Active=False cause), keyed
+# by cause code. {cq}: the ClusterQueue, {name}: the object, {controller}: who should run it.
+_CONFIGURATION_STEPS: dict[Code, str] = {
+    Code.FLAVOR_NOT_FOUND: (
+        "ResourceFlavor {name} does not exist and ClusterQueue {cq} admits nothing until it "
+        "does: an admin must create ResourceFlavor {name} or remove it from the ClusterQueue's "
+        "resourceGroups; meanwhile resubmit to another LocalQueue."
+    ),
+    Code.ADMISSION_CHECK_NOT_FOUND: (
+        "AdmissionCheck {name} does not exist and ClusterQueue {cq} admits nothing until it "
+        "does: an admin must create it or remove it from admissionChecksStrategy."
+    ),
+    Code.ADMISSION_CHECK_INACTIVE: (
+        "AdmissionCheck {name} is not active, so ClusterQueue {cq} admits nothing: {controller} "
+        "must run and report the check Active (or an admin removes the check from the "
+        "ClusterQueue's admissionChecksStrategy)."
+    ),
+    Code.TOPOLOGY_NOT_FOUND: (
+        "Topology {name} does not exist, so ClusterQueue {cq} admits nothing: an admin must "
+        "create it or fix the flavor's topologyName."
+    ),
+    Code.COHORT_CYCLE_DETECTED: (
+        "Cohort {name} is part of a cycle of parentName references, so ClusterQueue {cq} "
+        "admits nothing: an admin must break the cycle."
+    ),
+}
+
+
+def next_steps_for(
+    d: Diagnosis, flavors: Sequence[KubeObject] = (), checks: Sequence[KubeObject] = ()
+) -> Iterator[str]:
     """Remedies for the reasons found; `flavors` (ResourceFlavors the caller may read) make
-    the toleration to add exact."""
+    the toleration to add exact; `checks` (AdmissionChecks) name the controller to run."""
     seen: set[str] = set()
-    for step in _steps(d, {name(f): f for f in flavors}):
+    for step in _steps(d, {name(f): f for f in flavors}, {name(c): c for c in checks}):
         if step not in seen:
             seen.add(step)
             yield step
 
 
-def _steps(d: Diagnosis, flavors: Mapping[str, KubeObject]) -> Iterator[str]:
+def _steps(
+    d: Diagnosis, flavors: Mapping[str, KubeObject], checks: Mapping[str, KubeObject]
+) -> Iterator[str]:
     lq, cq = d.local_queue, d.cluster_queue
     if d.stage is Stage.NOT_MANAGED:
         yield (
@@ -128,11 +161,26 @@ def _steps(d: Diagnosis, flavors: Mapping[str, KubeObject]) -> Iterator[str]:
                 "admin must create it or fix the LocalQueue's spec.clusterQueue; meanwhile "
                 "resubmit to another LocalQueue."
             )
-        elif r.code in ("ClusterQueueStopped", "ClusterQueueInactive"):
+        elif r.code == Code.CLUSTER_QUEUE_STOPPED:
             yield (
-                f"ClusterQueue {cq} is not active: an admin must fix or resume it "
+                f"ClusterQueue {cq} is stopped: an admin must resume it "
                 f"(kubectl kueue resume clusterqueue {cq})."
             )
+        elif r.code in _CONFIGURATION_STEPS and r.object is not None:
+            check = checks.get(r.object.name)
+            controller = text(check, "spec", "controllerName") if check is not None else None
+            yield _CONFIGURATION_STEPS[Code(r.code)].format(
+                cq=cq,
+                name=r.object.name,
+                controller=f"controller {controller}" if controller else "its controller",
+            )
+        elif r.code == Code.CLUSTER_QUEUE_INACTIVE:
+            if not any(x.code in _CONFIGURATION_STEPS for x in d.reasons):
+                yield (
+                    f"ClusterQueue {cq} admits nothing while it is inactive: an admin must read "
+                    f"its Active condition (kubectl get clusterqueue {cq} -o yaml) and fix "
+                    "that cause; meanwhile resubmit to another LocalQueue."
+                )
         elif r.code == "NamespaceNotSelected":
             yield (
                 f"ClusterQueue {cq}'s namespaceSelector excludes this namespace: use another queue."
@@ -252,11 +300,13 @@ def commands_for(d: Diagnosis) -> Iterator[str]:
     )
     if kueue_side and d.local_queue and ns:
         yield _cmd("kubectl", "get", "localqueue", d.local_queue, "-n", ns, "-o", "yaml")
-    if kueue_side and d.cluster_queue:
+    # A ClusterQueue that does not exist has nothing to show (and `kubectl get` fails on it).
+    if kueue_side and d.cluster_queue and d.quota.visibility is not Visibility.ABSENT:
         yield _cmd("kubectl", "get", "clusterqueue", d.cluster_queue, "-o", "yaml")
-        if d.quota.visibility is not Visibility.ABSENT:
-            yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
-    if d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION and d.local_queue and ns:
+        yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
+    # A stopped queue is not in Kueue's queue manager: the visibility API answers NotFound.
+    stopped = any(str(r.code) in ("LocalQueueStopped", "ClusterQueueStopped") for r in d.reasons)
+    if d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION and d.local_queue and ns and not stopped:
         yield _cmd(
             "kubectl", "get", "--raw",
             f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/"

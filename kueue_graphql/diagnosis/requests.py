@@ -15,7 +15,13 @@ from kueue_graphql.core import requests as core
 from kueue_graphql.core.quantity import Quantity
 from kueue_graphql.diagnosis.model import KubeObject
 
-__all__ = ["PodSetRequest", "per_pod_requests", "workload_requests"]
+__all__ = [
+    "PodSetRequest",
+    "per_pod_requests",
+    "total_needs",
+    "workload_needs",
+    "workload_requests",
+]
 
 
 @dataclass(frozen=True)
@@ -52,3 +58,17 @@ def workload_requests(workload: KubeObject) -> list[PodSetRequest]:
         )
         for ps in core.kueue_podset_requests(workload)
     ]
+
+
+def total_needs(requests: list[PodSetRequest]) -> dict[str, Fraction]:
+    """What the Workload needs at once, per resource: every pod set's total, summed. The one
+    aggregate that quota lines, reasons, summaries and next steps use."""
+    out: dict[str, Fraction] = {}
+    for ps in requests:
+        for res, value in ps.total.items():
+            out[res] = out.get(res, Fraction(0)) + value
+    return out
+
+
+def workload_needs(workload: KubeObject | None) -> dict[str, Fraction] | None:
+    return None if workload is None else total_needs(workload_requests(workload))

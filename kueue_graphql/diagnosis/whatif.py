@@ -75,7 +75,13 @@ __all__ = [
 ]
 
 ZERO = Fraction(0)
-_RANK = {Verdict.NEVER_FITS: 0, Verdict.UNKNOWN: 1, Verdict.MUST_WAIT: 2, Verdict.FITS_NOW: 3}
+_RANK = {
+    Verdict.NEVER_FITS: 0,
+    Verdict.QUEUE_INACTIVE: 1,
+    Verdict.UNKNOWN: 2,
+    Verdict.MUST_WAIT: 3,
+    Verdict.FITS_NOW: 4,
+}
 
 
 @dataclass(frozen=True)
@@ -485,22 +491,30 @@ def _queue_block(inp: WhatIfInput) -> tuple[Verdict, str, str] | None:
     lq = inp.local_queue
     lq_name = name(lq)
     if text(lq, "spec", "stopPolicy") in ("Hold", "HoldAndDrain"):
-        return Verdict.MUST_WAIT, "LOCAL_QUEUE_STOPPED", f"LocalQueue {lq_name} is inactive"
+        return Verdict.QUEUE_INACTIVE, "LOCAL_QUEUE_STOPPED", f"LocalQueue {lq_name} is inactive"
     cq = inp.cluster_queue
     cq_name = text(lq, "spec", "clusterQueue") or ""
     if isinstance(cq, Absent):
         return (
-            Verdict.NEVER_FITS,
+            Verdict.QUEUE_INACTIVE,
             "CLUSTER_QUEUE_NOT_FOUND",
             f"ClusterQueue {cq_name} doesn't exist",
         )
     if isinstance(cq, Forbidden):
         return None
     if text(cq, "spec", "stopPolicy") in ("Hold", "HoldAndDrain"):
-        return Verdict.MUST_WAIT, "CLUSTER_QUEUE_STOPPED", f"ClusterQueue {cq_name} is inactive"
+        return (
+            Verdict.QUEUE_INACTIVE,
+            "CLUSTER_QUEUE_STOPPED",
+            f"ClusterQueue {cq_name} is inactive",
+        )
     active = condition(cq, "Active")
     if active is not None and active.get("status") == "False":
-        return Verdict.NEVER_FITS, "CLUSTER_QUEUE_INACTIVE", f"ClusterQueue {cq_name} is inactive"
+        return (
+            Verdict.QUEUE_INACTIVE,
+            "CLUSTER_QUEUE_INACTIVE",
+            f"ClusterQueue {cq_name} is inactive",
+        )
     labels = _known(inp.namespace_labels)
     selector = dig(cq, "spec", "namespaceSelector")
     if isinstance(selector, Mapping) and labels is not None and not _selects(selector, labels):

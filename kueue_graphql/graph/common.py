@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any, TypeVar, cast
 
@@ -16,8 +17,14 @@ Info = strawberry.Info[RequestContext, None]
 JSON = strawberry.scalars.JSON
 
 
+# A subscription renews its reads (fresh API-call meter, identity and access re-checked) for
+# every message it pushes; the fields of that message resolve through them. A ContextVar, so
+# each operation (its own task) sees only its own.
+LIVE_READS: ContextVar[KueueReader | None] = ContextVar("LIVE_READS", default=None)
+
+
 def reads(info: Info) -> KueueReader:
-    return info.context.reads
+    return LIVE_READS.get() or info.context.reads
 
 
 def exact(quantity: Quantity) -> Decimal:

@@ -6,6 +6,8 @@ query stays cheap.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from strawberry.extensions import SchemaExtension
@@ -14,6 +16,16 @@ from kueue_graphql.context import RequestContext
 
 
 class ApiCallCount(SchemaExtension):
+    def on_operation(self) -> Iterator[None]:
+        yield
+        # Parsed by now (unless it did not parse): record the operation for the access log
+        # and the request metrics.
+        context = self.execution_context.context
+        if isinstance(context, RequestContext):
+            context.operation.name = self.execution_context.operation_name
+            with contextlib.suppress(RuntimeError):  # a document that did not parse
+                context.operation.type = self.execution_context.operation_type.value
+
     def get_results(self) -> dict[str, Any]:
         context = self.execution_context.context
         if not isinstance(context, RequestContext):

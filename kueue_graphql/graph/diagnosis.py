@@ -6,6 +6,7 @@ The input is loaded as the calling user by `kueue_graphql.lookups.diagnosis`; th
 
 from __future__ import annotations
 
+import shlex
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Annotated, Any
@@ -13,6 +14,7 @@ from typing import Annotated, Any
 import strawberry
 
 from kueue_graphql import diagnosis as dx
+from kueue_graphql.core.kueue import KUEUE_DEPLOYMENT, kueue_version_of
 from kueue_graphql.core.quantity import decimal_text
 from kueue_graphql.diagnosis.quantity import format_quantity
 from kueue_graphql.graph.admissioncheck import AdmissionCheck
@@ -25,12 +27,29 @@ from kueue_graphql.graph.node import Node
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
 from kueue_graphql.graph.workload import Workload
-from kueue_graphql.lookups import diagnosis_input_for_owner
+from kueue_graphql.kube.resources import (
+    ADMISSION_CHECK,
+    CLUSTER_QUEUE,
+    COHORT,
+    DEPLOYMENT,
+    EVENT,
+    JOB,
+    LOCAL_QUEUE,
+    NODE,
+    POD,
+    RESOURCE_FLAVOR,
+    VISIBILITY_LOCAL_QUEUE,
+    WORKLOAD,
+    Resource,
+    canonical_kind,
+)
+from kueue_graphql.lookups import Access, KueueReader, diagnosis_input_for_owner, observe
 
 __all__ = [
     "WHY_QUERY",
     "Diagnosis",
     "DiagnosisQuery",
+    "diagnose_object",
     "diagnose_workload",
     "render_text",
 ]
@@ -223,6 +242,33 @@ class QueuePositionDiagnosis:
     detail: str
 
 
+@strawberry.type(description="One row of the Workload's status.schedulingStats.evictions.")
+class EvictionCount:
+    reason: str
+    underlying_cause: str
+    count: int
+
+
+@strawberry.type(
+    description="The Workload that preempted this one (from the UID in Kueue's Preempted "
+    "condition). `workload` and `job` are null when the caller may not read it: its name stays "
+    "hidden."
+)
+class PreemptorDiagnosis:
+    uid: str
+    preemptor: strawberry.Private[dx.Preemptor]
+
+    @field(description="The preempting Workload, navigable.")
+    def workload(self) -> Workload | None:
+        ref = self.preemptor.workload
+        return Workload.ref(ref.name, ref.namespace) if ref else None
+
+    @field(description="The Job that owns the preempting Workload, when it is a Job.")
+    def job(self) -> Job | None:
+        ref = self.preemptor.owner
+        return Job.ref(ref.name, ref.namespace) if ref and ref.kind == "Job" else None
+
+
 BlockingObject = Annotated[
     LocalQueue
     | ClusterQueue
@@ -350,13 +396,137 @@ class Diagnosis:
             detail=p.detail,
         )
 
+    @field(
+        description="Kueue's version, so clients know which rules applied: from its manager "
+        "Deployment (kueue-system/kueue-controller-manager: the app.kubernetes.io/version label, "
+        "else the manager image's tag) where the caller may read it; null otherwise."
+    )
+    async def kueue_version(self, info: Info) -> str | None:
+        namespace, name = KUEUE_DEPLOYMENT
+        found = await observe(reads(info).get(DEPLOYMENT, namespace, name))
+        return kueue_version_of(found)
+
+    @field(description="Who preempted the Workload, when Kueue says it was preempted.")
+    def preemptor(self) -> PreemptorDiagnosis | None:
+        p = self.result.preemptor
+        return PreemptorDiagnosis(uid=p.uid, preemptor=p) if p else None
+
+    @field(description="Eviction history from status.schedulingStats (empty where absent).")
+    def evictions(self) -> list[EvictionCount]:
+        return [
+            EvictionCount(reason=e.reason, underlying_cause=e.underlying_cause, count=e.count)
+            for e in self.result.evictions
+        ]
+
     @field(description="Plain-language remedies.")
     def next_steps(self) -> list[str]:
         return list(self.result.next_steps)
 
-    @field(description="kubectl / `kubectl kueue` commands that show the same evidence.")
-    def commands(self) -> list[str]:
-        return list(self.result.commands)
+    @field(
+        description="kubectl / `kubectl kueue` commands that show the same evidence; only "
+        "those the caller may run."
+    )
+    async def commands(self, info: Info) -> list[str]:
+        reads_ = reads(info)
+        kept = []
+        for command in self.result.commands:
+            accesses = command_accesses(command)
+            if accesses is None:
+                continue
+            allowed = [await reads_.may(access) for access in accesses]
+            if all(allowed):
+                kept.append(command)
+        return kept
+
+
+_VISIBILITY_CLUSTER_QUEUE = Resource(
+    "ClusterQueue",
+    VISIBILITY_LOCAL_QUEUE.group,
+    VISIBILITY_LOCAL_QUEUE.version,
+    "clusterqueues",
+    False,
+)
+_COMMAND_KINDS = {
+    "job": JOB,
+    "jobs": JOB,
+    "workload": WORKLOAD,
+    "workloads": WORKLOAD,
+    "localqueue": LOCAL_QUEUE,
+    "clusterqueue": CLUSTER_QUEUE,
+    "clusterqueues": CLUSTER_QUEUE,
+    "cohorts": COHORT,
+    "resourceflavor": RESOURCE_FLAVOR,
+    "admissioncheck": ADMISSION_CHECK,
+    "events": EVENT,
+    "nodes": NODE,
+    "node": NODE,
+    "pod": POD,
+    "pods": POD,
+}
+
+
+def command_accesses(command: str) -> list[Access] | None:
+    """What running one of the diagnosis's own kubectl commands reads (None: a form this does
+    not know, so it is not shown)."""
+    argv = shlex.split(command)[1:]
+    options: dict[str, str] = {}
+    positional: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg in ("-n", "-o", "-l", "-c", "--for", "--field-selector", "--raw"):
+            options[arg] = argv[index + 1] if index + 1 < len(argv) else ""
+            index += 2
+            continue
+        if arg.startswith("-"):
+            options[arg] = ""
+        else:
+            positional.append(arg)
+        index += 1
+    ns = options.get("-n")
+    cluster_wide = "-A" in options
+    if positional[:1] == ["get"] and "--raw" in options:
+        parts = options["--raw"].strip("/").split("/")
+        if len(parts) == 8 and parts[1] == VISIBILITY_LOCAL_QUEUE.group:
+            return [Access("get", VISIBILITY_LOCAL_QUEUE, parts[4], parts[6], "pendingworkloads")]
+        return None
+    if positional[:1] == ["get"] and len(positional) in (2, 3):
+        resource = _COMMAND_KINDS.get(positional[1])
+        if resource is None:
+            return None
+        name = positional[2] if len(positional) == 3 else None
+        scope = ns if resource.namespaced else None
+        return [Access("get" if name else "list", resource, scope, name)]
+    if positional[:2] == ["describe", "pod"] and len(positional) == 3:
+        return [Access("get", POD, ns, positional[2]), Access("list", EVENT, ns)]
+    if positional[:2] == ["describe", "node"] and len(positional) == 3:
+        # describe node also lists the node's Pods and its Events in every namespace.
+        return [
+            Access("get", NODE, None, positional[2]),
+            Access("list", POD),
+            Access("list", EVENT),
+        ]
+    if positional[:2] == ["kueue", "list"] and len(positional) == 3:
+        listed = _COMMAND_KINDS.get(positional[2])
+        if listed is None:
+            return None
+        accesses = [Access("list", listed, None if cluster_wide else ns)]
+        if listed is WORKLOAD:
+            # kueuectl shows queue positions from the visibility API of each ClusterQueue.
+            accesses.append(
+                Access("get", _VISIBILITY_CLUSTER_QUEUE, subresource="pendingworkloads")
+            )
+        owner = options.get("--for")
+        if owner:
+            kind, _, name = owner.partition("/")
+            owner_resource = _COMMAND_KINDS.get(kind)
+            if owner_resource is None:
+                return None
+            accesses.append(Access("get", owner_resource, ns, name))
+        if "-c" in options:
+            accesses.append(Access("get", CLUSTER_QUEUE, None, options["-c"]))
+        return accesses
+    return None
 
 
 def diagnose_workload(workload_input: dx.DiagnosisInput) -> Diagnosis:
@@ -371,8 +541,15 @@ class DiagnosisQuery:
     )
     async def diagnose(self, info: Info, namespace: str, kind: str, name: str) -> Diagnosis | None:
         return diagnose_workload(
-            await diagnosis_input_for_owner(reads(info), namespace, kind, name)
+            await diagnosis_input_for_owner(reads(info), namespace, canonical_kind(kind), name)
         )
+
+
+async def diagnose_object(reader: KueueReader, namespace: str, kind: str, name: str) -> Diagnosis:
+    """The diagnosis of an owner (e.g. a Job) or a Workload, read as the caller."""
+    return diagnose_workload(
+        await diagnosis_input_for_owner(reader, namespace, canonical_kind(kind), name)
+    )
 
 
 # -- the query behind `kueue-graphql why`, and its human-readable rendering ------------------
@@ -411,6 +588,8 @@ query Why($namespace: String!, $kind: String!, $name: String!) {
       reasons { code message resource object { kind name } }
     }
     queuePosition { visibility positionInClusterQueue positionInLocalQueue priority detail }
+    preemptor { uid workload { name namespace } job { name } }
+    evictions { reason underlyingCause count }
     nextSteps
     commands
   }
@@ -425,8 +604,8 @@ def _q(amount: Any) -> str:
 def render_text(d: dict[str, Any]) -> str:
     """The `diagnose` result (WHY_QUERY's shape) as text for a terminal."""
     out: list[str] = []
-    owner = d.get("owner") or {}
-    target = f"{owner.get('kind', 'Workload')}/{owner.get('name', '?')}"
+    owner = d.get("owner") or {"kind": "Workload", "name": (d.get("workload") or {}).get("name")}
+    target = f"{owner.get('kind') or 'Workload'}/{owner.get('name') or '?'}"
     out.append(f"{target}: {d['stage']} (look at: {d['layer']})")
     out.append(f"  {d['summary']}")
     workload = (d.get("workload") or {}).get("name")
@@ -491,9 +670,28 @@ def render_text(d: dict[str, Any]) -> str:
             f"Queue position: {position['positionInLocalQueue']} in LocalQueue, "
             f"{position['positionInClusterQueue']} in ClusterQueue (0 = next)"
         )
+        if position.get("detail"):
+            out.append(f"  ({position['detail']})")
     elif position["visibility"] != "NOT_APPLICABLE":
         out.append("")
         out.append(f"Queue position: {position['visibility']} ({position['detail']})")
+    preemptor = d.get("preemptor")
+    if preemptor:
+        out.append("")
+        who = preemptor.get("workload")
+        shown = (
+            f"Workload {who['name']} -n {who['namespace']}"
+            if who
+            else f"a Workload you may not read (UID {preemptor['uid']})"
+        )
+        job = (preemptor.get("job") or {}).get("name")
+        out.append(f"Preempted by: {shown}" + (f" (Job {job})" if job else ""))
+    if d.get("evictions"):
+        rows = ", ".join(
+            "/".join(filter(None, (e["reason"], e["underlyingCause"]))) + f" x{e['count']}"
+            for e in d["evictions"]
+        )
+        out.append(f"Evictions so far: {rows}")
     if d.get("nextSteps"):
         out.append("")
         out.append("Next steps:")

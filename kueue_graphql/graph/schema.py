@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from typing import Any
 
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
-from strawberry.types import ExecutionContext
+from strawberry.schema.exceptions import InvalidOperationTypeError
+from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.graphql import OperationType
 
+from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
-from kueue_graphql.graph.errors import ErrorCodes, log_errors
+from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
 from kueue_graphql.graph.pagination import PageArgumentsCheck
 from kueue_graphql.graph.query import Query
+from kueue_graphql.graph.subscription import Subscription
 
 
 @dataclass(frozen=True)
@@ -32,11 +38,53 @@ class ServiceSchema(strawberry.Schema):
         # default logs each one at ERROR with a traceback, FORBIDDEN and NOT_FOUND included.
         log_errors(errors)
 
+    async def execute(self, *args: Any, **kwargs: Any) -> ExecutionResult:
+        # execute() serves plain HTTP requests; subscriptions stream over WebSocket. Without
+        # this, a subscription POSTed as a query ran its generator as a field: INTERNAL.
+        allowed = kwargs.get("allowed_operation_types")
+        if allowed is not None:
+            kwargs["allowed_operation_types"] = set(allowed) - {OperationType.SUBSCRIPTION}
+        try:
+            return await super().execute(*args, **kwargs)
+        except InvalidOperationTypeError as error:
+            if error.operation_type is not OperationType.SUBSCRIPTION:
+                raise
+            return ExecutionResult(
+                data=None,
+                errors=[
+                    GraphQLError(
+                        "subscriptions are served over WebSocket (protocol graphql-transport-ws)"
+                        " at /graphql, not over a plain HTTP request",
+                        extensions={"code": ErrorCode.BAD_REQUEST.value},
+                    )
+                ],
+            )
+
+    async def stream(self, *args: Any, **kwargs: Any) -> Any:
+        # Streamed results (subscriptions) bypass the extensions' on_operation, so their
+        # errors get the same stable `extensions.code` here as a query's.
+        results = await super().stream(*args, **kwargs)
+        if not isinstance(results, AsyncGenerator):
+            return results
+        return _coded(results)
+
+
+async def _coded(results: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
+    try:
+        async for result in results:
+            if isinstance(result, ExecutionResult) and result.errors:
+                log_errors(result.errors)
+                result.errors = [coded_error(e) for e in result.errors]
+            yield result
+    finally:
+        await results.aclose()
+
 
 def build_schema(limits: QueryLimits | None = None) -> strawberry.Schema:
     limits = limits or QueryLimits()
     return ServiceSchema(
         query=Query,
+        subscription=Subscription,
         # Factories, not instances: a shared extension instance would carry one request's
         # state into another running concurrently.
         extensions=[

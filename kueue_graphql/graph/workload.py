@@ -9,6 +9,7 @@ import strawberry
 
 from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.core.requests import spec_podset_requests, total_requests
+from kueue_graphql.diagnosis.position import own_entry
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     JSON,
@@ -262,14 +263,16 @@ class Workload(KubeObject):
         if not queue_name or self.ref_namespace is None or workload_status(obj) != "pending":
             return None
         pending = await reads(info).pending_in_local_queue(self.ref_namespace, queue_name)
-        for item in pending or []:
-            if metadata(item).get("name") == self.ref_name:
-                return QueuePosition(
-                    position_in_cluster_queue=int(item.get("positionInClusterQueue", 0)),
-                    position_in_local_queue=int(item.get("positionInLocalQueue", 0)),
-                    priority=item.get("priority"),
-                )
-        return None
+        found = own_entry(pending or [], self.ref_namespace, self.ref_name)
+        if found is None:
+            return None
+        return QueuePosition(
+            position_in_cluster_queue=int(found.item.get("positionInClusterQueue", 0)),
+            # Counted among this namespace's entries: Kueue v0.17 lists same-named
+            # LocalQueues of other namespaces too (kueue#10575).
+            position_in_local_queue=found.position_in_local_queue,
+            priority=found.item.get("priority"),
+        )
 
     @field(description="The LocalQueue named by `spec.queueName`.")
     async def local_queue(

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cross_web import HTTPException
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
+from strawberry.types.unset import UNSET, UnsetType
 
 from kueue_graphql.auth import (
     Authenticator,
@@ -27,13 +31,20 @@ from kueue_graphql.auth import (
     TokenReviewAuthenticator,
     bearer_token,
 )
-from kueue_graphql.context import RequestContext
-from kueue_graphql.core.errors import ErrorCode, ServiceError
+from kueue_graphql.context import LiveRegistry, RequestContext
+from kueue_graphql.core.errors import ErrorCode, ServiceError, UnauthenticatedError
+from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
-from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, local_asset_page
+from kueue_graphql.http.graphiql import (
+    ASSETS_MOUNT,
+    GraphiQLAssets,
+    headerless_page,
+    local_asset_page,
+)
 from kueue_graphql.http.middleware import BodySizeLimit, Deadline, DropImpersonationHeaders
+from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ServerSettings
-from kueue_graphql.kube.authz import Authorizer
+from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.transport import build_api_client, close_api_client
 
@@ -48,9 +59,17 @@ class Services:
     kube: KubeClient
     authenticator: Authenticator
     authorizer: Authorizer
+    live: LiveRegistry
+    # Subscriptions' watches: a client of its own, so long-running watches never take the
+    # connections reads need.
+    watch_kube: KubeClient
+    # Why the service's own identity cannot serve callers (empty: it can); /readyz reports it.
+    identity_problems: list[str] = field(default_factory=list)
 
 
-def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
+def build_services(
+    kube: KubeClient, settings: ServerSettings, watch_kube: KubeClient | None = None
+) -> Services:
     authenticator: Authenticator
     if settings.auth_mode is AuthMode.LOCAL:
         authenticator = LocalAuthenticator(kube)
@@ -61,7 +80,13 @@ def build_services(kube: KubeClient, settings: ServerSettings) -> Services:
         self_review=not authenticator.impersonates,
         ttl_seconds=settings.authz_cache_ttl_seconds,
     )
-    return Services(kube=kube, authenticator=authenticator, authorizer=authorizer)
+    return Services(
+        kube=kube,
+        authenticator=authenticator,
+        authorizer=authorizer,
+        live=LiveRegistry(settings.live_limits),
+        watch_kube=watch_kube or kube,
+    )
 
 
 def graphql_error(
@@ -98,8 +123,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
         self.settings = settings
         # GraphiQL would keep the Authorization header (a bearer token) in the browser's
         # localStorage; keep it only for the page's lifetime.
-        html: str = super().graphql_ide_html
-        html = html.replace("shouldPersistHeaders: true", "shouldPersistHeaders: false")
+        html: str = headerless_page(super().graphql_ide_html)
         if settings.graphiql and settings.graphiql_assets is not None:
             # Its JavaScript and CSS from this server instead of unpkg.com.
             html = local_asset_page(html)
@@ -143,24 +167,70 @@ class GraphQLView(GraphQL[RequestContext, None]):
         for error in result.errors or []:
             if (error.extensions or {}).get("code") == ErrorCode.UNAUTHENTICATED.value:
                 raise TokenRejectedError(error.message)
+        record = request_record(request.scope)
+        if record is not None:
+            codes = [(e.extensions or {}).get("code") for e in result.errors or []]
+            record.outcome = str(codes[0] or ErrorCode.INTERNAL.value) if codes else "OK"
         return await super().process_result(request, result)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         services: Services = request.app.state.services
-        token = bearer_token(request.headers.get("authorization"))
+        header_token = bearer_token(request.headers.get("authorization"))
         authenticator = services.authenticator
+        if not isinstance(request, WebSocket):
 
-        async def authenticate(meter: ApiCallMeter) -> Any:
-            return await authenticator.authenticate(token, meter)
+            async def authenticate(meter: ApiCallMeter) -> Any:
+                return await authenticator.authenticate(header_token, meter)
 
+            context = self._context(services, authenticate)
+            record = request_record(request.scope)
+            if record is not None:
+                record.context = context
+            return context
+
+        # A WebSocket connection: the token comes from connection_init's payload
+        # (`Authorization`), else from the upgrade request's header; it is read when used, as
+        # connection_init arrives after this context is made.
+        connection: RequestContext
+
+        async def authenticate_connection(meter: ApiCallMeter) -> Any:
+            params = connection.connection_params or {}
+            sent = params.get("Authorization") or params.get("authorization")
+            token = bearer_token(sent) if isinstance(sent, str) else None
+            return await authenticator.authenticate(token or header_token, meter)
+
+        def renew() -> RequestContext:
+            return self._context(services, authenticate_connection)
+
+        connection = self._context(services, authenticate_connection)
+        connection.renew = renew
+        connection.live = services.live
+        connection.watch_client = services.watch_kube
+        return connection
+
+    def _context(
+        self, services: Services, authenticate: Callable[[ApiCallMeter], Awaitable[Any]]
+    ) -> RequestContext:
         return RequestContext.create(
             client=services.kube,
             authorizer=services.authorizer,
             authenticate=authenticate,
-            impersonate=authenticator.impersonates,
+            impersonate=services.authenticator.impersonates,
             limits=self.settings.request_limits,
             quota_disclosure=self.settings.quota_disclosure,
         )
+
+    async def on_ws_connect(self, context: RequestContext) -> UnsetType | None | dict[str, object]:
+        # The token is reviewed at connect: a connection without a valid one is closed (4403)
+        # before any operation runs.
+        try:
+            await context.identity()
+        except UnauthenticatedError as error:
+            raise ConnectionRejectionError({"code": ErrorCode.UNAUTHENTICATED.value}) from error
+        except ServiceError as error:
+            raise ConnectionRejectionError({"code": error.code.value}) from error
+        unset: UnsetType = UNSET
+        return unset
 
 
 class GraphQLGate:
@@ -212,12 +282,22 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
+async def metrics(request: Request) -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+
 async def readyz(request: Request) -> Response:
     services: Services = request.app.state.services
     try:
         await services.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=1))
     except ServiceError:
-        return PlainTextResponse("Kubernetes API server unreachable", status_code=503)
+        host = services.kube.api_client.configuration.host
+        return PlainTextResponse(f"Kubernetes API server {host} unreachable", status_code=503)
+    if services.identity_problems:
+        # Asked again, so that a ClusterRoleBinding added later makes the pod ready.
+        services.identity_problems = await service_identity_problems(services.kube)
+        if services.identity_problems:
+            return PlainTextResponse("\n".join(services.identity_problems), status_code=503)
     return PlainTextResponse("ok")
 
 
@@ -231,7 +311,12 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             await build_api_client(settings.kubeconfig, settings.kube_context, settings.in_cluster),
             request_timeout=settings.api_request_timeout_seconds,
         )
-        app.state.services = build_services(client, settings)
+        watch_client = KubeClient(
+            await build_api_client(
+                settings.kubeconfig, settings.kube_context, settings.in_cluster, pool_size=0
+            )
+        )
+        app.state.services = build_services(client, settings, watch_client)
         if settings.auth_mode is AuthMode.LOCAL:
             log.warning(
                 "auth mode LOCAL: no caller authentication; every request reads as the "
@@ -241,9 +326,14 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             log.info(
                 "auth mode token-review: callers are identified by TokenReview and impersonated"
             )
+            problems = await service_identity_problems(client)
+            app.state.services.identity_problems = problems
+            for problem in problems:
+                log.error("not ready: %s", problem)
         try:
             yield
         finally:
+            await close_api_client(watch_client.api_client)
             if owned:
                 await close_api_client(client.api_client)
 
@@ -251,11 +341,14 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
+        Route("/metrics", metrics),
         Route(
             "/graphql",
             GraphQLGate(view, allow_get_queries=settings.allow_get_queries),
             methods=["GET", "POST"],
         ),
+        # Subscriptions: graphql-transport-ws (and the legacy graphql-ws) on the same path.
+        WebSocketRoute("/graphql", view),
     ]
     if settings.graphiql and settings.graphiql_assets is not None:
         # Refuses to start (GraphiQLAssetsError) when a file is missing.
@@ -263,6 +356,17 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     return Starlette(
         routes=routes,
         middleware=[
+            Middleware(RequestLog),
+            # Browser pages on the listed origins may call /graphql with their own bearer token
+            # (no cookies: the token is sent explicitly, so credentials stay off).
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_allow_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Authorization", "Content-Type", REQUEST_ID_HEADER],
+                expose_headers=[REQUEST_ID_HEADER],
+                max_age=600,
+            ),
             Middleware(DropImpersonationHeaders),
             Middleware(BodySizeLimit, max_bytes=settings.max_body_bytes),
             # One second of grace so the API-call deadline (the precise one) fires first.

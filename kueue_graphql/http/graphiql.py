@@ -74,3 +74,54 @@ class GraphiQLAssets(StaticFiles):
         if path not in GRAPHIQL_ASSETS.values():
             raise HTTPException(status_code=404)
         return await super().get_response(path, scope)
+
+
+# GraphiQL writes its tabs (`graphiql:tabState`) and its history (`graphiql:queries`) to
+# localStorage with each entry's headers, whatever shouldPersistHeaders says; a bearer token
+# would outlive the page. This storage strips every "headers" field before writing, and never
+# writes a key that is only headers.
+_HEADERLESS_STORAGE = """
+      function kueueGraphqlWithoutHeaders(value) {
+        if (Array.isArray(value)) return value.map(kueueGraphqlWithoutHeaders);
+        if (value && typeof value === "object") {
+          const kept = {};
+          for (const [key, item] of Object.entries(value)) {
+            if (key !== "headers") kept[key] = kueueGraphqlWithoutHeaders(item);
+          }
+          return kept;
+        }
+        return value;
+      }
+      const kueueGraphqlStorage = {
+        getItem: (key) => window.localStorage.getItem(key),
+        setItem: (key, value) => {
+          if (/headers/i.test(key)) return;
+          let kept = value;
+          try {
+            kept = JSON.stringify(kueueGraphqlWithoutHeaders(JSON.parse(value)));
+          } catch (notJson) {}
+          window.localStorage.setItem(key, kept);
+        },
+        removeItem: (key) => window.localStorage.removeItem(key),
+        clear: () => window.localStorage.clear(),
+        get length() {
+          return window.localStorage.length;
+        },
+      };
+
+      function GraphiQLWithExplorer() {"""
+
+
+def headerless_page(html: str) -> str:
+    """Strawberry's GraphiQL page with no header (no bearer token) ever stored by the browser."""
+    marker, persist = "\n      function GraphiQLWithExplorer() {", "shouldPersistHeaders: true,"
+    if marker not in html or persist not in html:
+        # A strawberry upgrade changed the page: refuse rather than store tokens.
+        raise GraphiQLAssetsError(
+            "strawberry's GraphiQL page changed: kueue_graphql/http/graphiql.py cannot keep "
+            "headers out of localStorage; run with --no-graphiql"
+        )
+    html = html.replace(marker, _HEADERLESS_STORAGE, 1)
+    return html.replace(
+        persist, "shouldPersistHeaders: false,\n          storage: kueueGraphqlStorage,", 1
+    )

@@ -34,7 +34,7 @@ class DropImpersonationHeaders:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] in ("http", "websocket"):
             headers = scope["headers"]
             kept = [(k, v) for k, v in headers if not k.lower().startswith(b"impersonate-")]
             if len(kept) != len(headers):

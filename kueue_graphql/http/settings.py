@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from kueue_graphql.context import RequestLimits
+from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
@@ -30,7 +30,10 @@ class ServerSettings:
     api_request_timeout_seconds: float = 10.0
     authz_cache_ttl_seconds: float = 10.0
     token_cache_ttl_seconds: float = 30.0
+    # Browser origins (scheme://host[:port]) allowed to call /graphql (CORS); none by default.
+    cors_allow_origins: tuple[str, ...] = ()
     query_limits: QueryLimits = field(default_factory=QueryLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
     # Off by default: see kueue_graphql/lookups/disclosure.py and docs/service.md.
     quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE
+    live_limits: LiveLimits = field(default_factory=LiveLimits)

@@ -15,6 +15,7 @@ from cachetools import TTLCache
 
 from kueue_graphql.core.errors import UnavailableError
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.metrics import ACCESS_DECISIONS
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
 from kueue_graphql.kube.resources import Resource
 
@@ -75,10 +76,13 @@ class Authorizer:
         key = self._key(identity, access)
         cached = self._decisions.get(key)
         if cached is not None:
+            ACCESS_DECISIONS.labels("cache_hit").inc()
             return cached
         pending = self._in_flight.get(key)
         if pending is not None:
+            ACCESS_DECISIONS.labels("shared").inc()
             return await asyncio.shield(pending)
+        ACCESS_DECISIONS.labels("reviewed").inc()
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
@@ -116,3 +120,40 @@ class Authorizer:
         except ApiStatusError as error:
             raise UnavailableError(f"access review failed ({error.status})") from error
         return bool((review.get("status") or {}).get("allowed"))
+
+
+# What the service's own identity needs in token-review mode: without these every query fails.
+SERVICE_IDENTITY_NEEDS = (
+    ("authentication.k8s.io", "tokenreviews", "review callers' tokens"),
+    ("authorization.k8s.io", "subjectaccessreviews", "check callers' access"),
+)
+
+
+async def service_identity_problems(client: KubeClient) -> list[str]:
+    """Ask the API server (SelfSubjectAccessReview) whether the service's own identity may
+    create TokenReviews and SubjectAccessReviews; one sentence per missing permission."""
+    problems = []
+    for group, resource, purpose in SERVICE_IDENTITY_NEEDS:
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {"verb": "create", "group": group, "resource": resource}
+            },
+        }
+        try:
+            review = await client.request_json(
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                meter=ApiCallMeter(budget=1),
+                body=body,
+            )
+        except (ApiStatusError, UnavailableError) as error:
+            problems.append(f"could not check whether it may create {resource}: {error}")
+            continue
+        if not (review.get("status") or {}).get("allowed"):
+            problems.append(
+                f"the service's identity may not create {resource}.{group} (needed to {purpose}); "
+                "run it with the chart's ServiceAccount or grant the ClusterRole in docs/service.md"
+            )
+    return problems

@@ -7,6 +7,7 @@ count. Process-wide observers see every call too, so tests can instrument the tr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -19,6 +20,7 @@ import aiohttp
 
 from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.metrics import API_CALL_SECONDS, API_CALLS, api_resource, api_verb
 from kueue_graphql.kube.transport import IMPERSONATE_PREFIX
 
 log = logging.getLogger(__name__)
@@ -74,11 +76,18 @@ class ApiStatusError(ServiceError):
 
 def impersonation_headers(identity: Identity) -> dict[str, str | list[str]]:
     headers: dict[str, str | list[str]] = {"Impersonate-User": identity.username}
+    if identity.service_account is not None:
+        # A ServiceAccount is impersonated by its name alone: the API server adds its fixed
+        # groups itself, and constrained impersonation (`impersonate:serviceaccount`, KEP-5284)
+        # refuses a ServiceAccount with a uid, groups or extras. Its extras (bound-token pod and
+        # node names) do not enter an RBAC decision.
+        return headers
     if identity.uid:
         headers["Impersonate-Uid"] = identity.uid
-    if identity.groups:
+    groups = [group for group in identity.groups if group]
+    if groups:
         # A list: the REST layer sends one Impersonate-Group line per group.
-        headers["Impersonate-Group"] = list(identity.groups)
+        headers["Impersonate-Group"] = groups
     for key, values in identity.extra:
         # Extra keys travel in a header name, so Kubernetes requires them percent-encoded.
         headers[f"Impersonate-Extra-{quote(key, safe='')}"] = list(values)
@@ -103,7 +112,34 @@ class KubeClient:
         body: JsonObject | None = None,
         as_identity: Identity | None = None,
     ) -> JsonObject:
-        """Send one request; ApiStatusError for non-2xx, UnavailableError when unreachable."""
+        """Send one request; ApiStatusError for non-2xx, UnavailableError when unreachable.
+
+        A 429 (API Priority and Fairness, or max-in-flight) is retried after its Retry-After,
+        a few times, while the request's deadline allows; each attempt counts as an API call."""
+        for attempt in range(MAX_THROTTLED_RETRIES + 1):
+            try:
+                return await self._send(method, path, meter, query, body, as_identity)
+            except ThrottledError as throttled:
+                left = None if meter.deadline is None else meter.deadline - time.monotonic()
+                if attempt == MAX_THROTTLED_RETRIES or (
+                    left is not None and throttled.retry_after >= left
+                ):
+                    raise UnavailableError(
+                        "the Kubernetes API server is throttling requests (429, retry after "
+                        f"{throttled.retry_after:g} s)"
+                    ) from throttled
+                await asyncio.sleep(throttled.retry_after)
+        raise AssertionError("unreachable")
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        meter: ApiCallMeter,
+        query: Query,
+        body: JsonObject | None,
+        as_identity: Identity | None,
+    ) -> JsonObject:
         call = ApiCall(method, path, tuple(query), as_identity.username if as_identity else None)
         remaining = meter.admit(call)
         for observer in self.observers:
@@ -117,6 +153,8 @@ class KubeClient:
         for name in self.api_client.default_headers:
             if name.lower().startswith(IMPERSONATE_PREFIX):
                 raise RuntimeError("shared ApiClient carries an Impersonate-* default header")
+        verb, resource = api_verb(method, path), api_resource(path)
+        started = time.monotonic()
         try:
             response = await self.api_client.call_api(
                 path,
@@ -131,19 +169,56 @@ class KubeClient:
             try:
                 payload = await response.read()
                 status = response.status
+                retry_after_header = response.headers.get("Retry-After")
             finally:
                 response.release()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
-            log.warning("API server unreachable for %s %s: %s", method, path, type(error).__name__)
+            API_CALLS.labels(verb, resource, "error").inc()
+            log.warning(
+                "API server %s unreachable for %s %s: %s",
+                self.api_client.configuration.host,
+                method,
+                path,
+                type(error).__name__,
+            )
             raise UnavailableError(
                 "the Kubernetes API server is unreachable or too slow"
             ) from error
+        API_CALLS.labels(verb, resource, str(status)).inc()
+        API_CALL_SECONDS.labels(verb, resource).observe(time.monotonic() - started)
         if 200 <= status < 300:
             decoded = json.loads(payload)
             if not isinstance(decoded, dict):
                 raise UnavailableError("the Kubernetes API server sent an unexpected answer")
             return decoded
+        if status == 429:
+            raise ThrottledError(_retry_after(retry_after_header, payload))
         raise ApiStatusError(status, _status_message(payload))
+
+
+MAX_THROTTLED_RETRIES = 3
+MAX_RETRY_AFTER_SECONDS = 10.0
+
+
+class ThrottledError(Exception):
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"throttled, retry after {retry_after} s")
+        self.retry_after = retry_after
+
+
+def _retry_after(header: str | None, payload: bytes) -> float:
+    """Seconds to wait: the Retry-After header, else the Status's details.retryAfterSeconds."""
+    seconds: float | None = None
+    if header and header.strip().isdigit():
+        seconds = float(header.strip())
+    else:
+        try:
+            details = json.loads(payload).get("details") or {}
+            value = details.get("retryAfterSeconds")
+            seconds = float(value) if isinstance(value, int | float) else None
+        except (ValueError, AttributeError):
+            seconds = None
+    return min(max(seconds if seconds is not None else 1.0, 0.0), MAX_RETRY_AFTER_SECONDS)
 
 
 def _status_message(payload: bytes) -> str:

@@ -35,6 +35,25 @@ _LIST_PAGE = 500
 _EVENTS_PER_NAMESPACE_BATCH = 3
 
 
+# Kueue's visibility API: page size and the most pages read for one LocalQueue (10,000 items).
+_PENDING_PAGE = 500
+_PENDING_MAX_PAGES = 20
+
+
+@dataclass(frozen=True)
+class PendingRead:
+    """What the visibility API answered for one LocalQueue's pending workloads."""
+
+    items: tuple[JsonObject, ...]
+    forbidden: bool = False
+    absent: bool = False
+    """The visibility API is not served (404)."""
+    failure: str | None = None
+    """The API answered with an error (e.g. Kueue's visibility server failed, HTTP 500)."""
+    truncated: bool = False
+    """The list is longer than the pages read."""
+
+
 @dataclass(frozen=True)
 class ObjectKey:
     resource: Resource
@@ -68,9 +87,7 @@ class RequestReads:
         self._access = DataLoader[Access, bool](load_fn=self._load_access)
         self._objects = DataLoader[ObjectKey, JsonObject](load_fn=self._load_objects)
         self._lists = DataLoader[ListKey, list[JsonObject]](load_fn=self._load_lists)
-        self._pending = DataLoader[tuple[str, str], list[JsonObject] | None](
-            load_fn=self._load_pending
-        )
+        self._pending = DataLoader[tuple[str, str], PendingRead](load_fn=self._load_pending)
         self._events = DataLoader[tuple[str | None, str], list[JsonObject]](
             load_fn=self._load_events
         )
@@ -250,30 +267,51 @@ class RequestReads:
     ) -> list[JsonObject] | None:
         """Kueue's pending workloads of a LocalQueue in queue order, or None when the
         visibility API is absent, unreachable or forbidden: it is an extra, never a failure."""
+        read = await self._pending.load((namespace, local_queue))
+        return (
+            None if read.failure is not None or read.forbidden or read.absent else list(read.items)
+        )
+
+    async def pending_read(self, namespace: str, local_queue: str) -> PendingRead:
+        """The same list with what went wrong, when something did (see PendingRead)."""
         return await self._pending.load((namespace, local_queue))
 
-    async def _load_pending(
-        self, keys: list[tuple[str, str]]
-    ) -> list[list[JsonObject] | None | BaseException]:
+    async def _load_pending(self, keys: list[tuple[str, str]]) -> list[PendingRead | BaseException]:
         results = await asyncio.gather(*(self._fetch_pending(ns, lq) for ns, lq in keys))
         return list(results)
 
-    async def _fetch_pending(self, namespace: str, local_queue: str) -> list[JsonObject] | None:
+    async def _fetch_pending(self, namespace: str, local_queue: str) -> PendingRead:
+        """Every page (limit/offset) up to the list's end, at most _PENDING_MAX_PAGES pages:
+        Kueue answers at most 1,000 items when asked without a limit."""
         access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, local_queue, "pendingworkloads")
+        items: list[JsonObject] = []
         try:
             check_namespace(namespace)
             check_name(local_queue)
             if not await self.may(access):
-                return None
-            summary = await self.client.request_json(
-                "GET",
-                VISIBILITY_LOCAL_QUEUE.path(namespace, local_queue) + "/pendingworkloads",
-                meter=self.meter,
-                as_identity=await self._as(),
-            )
-        except (ApiStatusError, ServiceError):
-            return None
-        return list(summary.get("items") or [])
+                return PendingRead((), forbidden=True)
+            for page in range(_PENDING_MAX_PAGES):
+                summary = await self.client.request_json(
+                    "GET",
+                    VISIBILITY_LOCAL_QUEUE.path(namespace, local_queue) + "/pendingworkloads",
+                    meter=self.meter,
+                    query=(("limit", str(_PENDING_PAGE)), ("offset", str(page * _PENDING_PAGE))),
+                    as_identity=await self._as(),
+                )
+                batch = list(summary.get("items") or [])
+                items.extend(batch)
+                if len(batch) < _PENDING_PAGE:
+                    return PendingRead(tuple(items))
+            return PendingRead(tuple(items), truncated=True)
+        except ApiStatusError as error:
+            if error.status == 403:
+                return PendingRead((), forbidden=True)
+            if error.status == 404:
+                return PendingRead((), failure=None, absent=True)
+            text = " ".join(str(error).split())
+            return PendingRead(tuple(items), failure=f"HTTP {error.status}: {text}")
+        except ServiceError as error:
+            return PendingRead(tuple(items), failure=" ".join(str(error).split()))
 
     # -- events --------------------------------------------------------------------------------
 

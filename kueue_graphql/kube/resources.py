@@ -5,8 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-KUEUE_GROUP = "kueue.x-k8s.io"
-KUEUE_VERSION = "v1beta2"
+from kueue_graphql.core.kueue import (
+    KUEUE_API_VERSION,
+    KUEUE_GROUP,
+    VISIBILITY_API_VERSION,
+    VISIBILITY_GROUP,
+)
+
+KUEUE_VERSION = KUEUE_API_VERSION
 
 
 @dataclass(frozen=True)
@@ -51,12 +57,28 @@ POD = Resource("Pod", "", "v1", "pods", namespaced=True)
 EVENT = Resource("Event", "", "v1", "events", namespaced=True)
 NODE = Resource("Node", "", "v1", "nodes", namespaced=False)
 NAMESPACE = Resource("Namespace", "", "v1", "namespaces", namespaced=False)
+DEPLOYMENT = Resource("Deployment", "apps", "v1", "deployments", namespaced=True)
 
 # Kueue's visibility API (an aggregated API served by the Kueue manager): pending workloads in
 # queue order, as the subresource `pendingworkloads` of a LocalQueue.
 VISIBILITY_LOCAL_QUEUE = Resource(
-    "LocalQueue", "visibility.kueue.x-k8s.io", "v1beta2", "localqueues", namespaced=True
+    "LocalQueue", VISIBILITY_GROUP, VISIBILITY_API_VERSION, "localqueues", namespaced=True
 )
 
 # Owner kinds `workloadFor` can navigate by type, keyed by Kubernetes kind.
 OWNER_KINDS = {"Job": JOB}
+
+
+def canonical_kind(kind: str) -> str:
+    """`job`, `jobs`, `Job`, `jobs.batch`, `wl`, `workloads.kueue.x-k8s.io` ... as kubectl users
+    type them, to the Kind (`Job`, `Workload`). Other kinds come back as given; owner
+    references are matched without regard to case."""
+    wanted = kind.strip().lower()
+    for resource in (*OWNER_KINDS.values(), WORKLOAD):
+        names = {resource.kind.lower(), resource.plural, resource.plural.removesuffix("s")}
+        if resource is WORKLOAD:
+            names.add("wl")
+        qualified = {f"{n}.{resource.group}" for n in names} if resource.group else set()
+        if wanted in names | qualified:
+            return resource.kind
+    return kind.strip()

@@ -13,9 +13,12 @@ CPU samples on the warm admission path. The kubeconfig names the API server and 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import rest as k8s_rest
@@ -85,17 +88,96 @@ def assert_no_impersonation_defaults(api_client: Any) -> None:
             raise RuntimeError(f"shared ApiClient must not carry default header {name}")
 
 
-async def build_api_client(kubeconfig: str | None, context: str | None, in_cluster: bool) -> Any:
-    configuration = k8s_client.Configuration()
-    if in_cluster:
-        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        await k8s_config.load_kube_config(
-            config_file=kubeconfig,
-            context=context,
-            client_configuration=configuration,
-            persist_config=False,
+class KubeConfigError(Exception):
+    """The Kubernetes client cannot be configured; the message says what to do."""
+
+
+IN_CLUSTER_SECRETS = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def _kubeconfig_paths(kubeconfig: str | None) -> list[Path]:
+    if kubeconfig:
+        return [Path(p).expanduser() for p in kubeconfig.split(os.pathsep) if p]
+    return [Path("~/.kube/config").expanduser()]
+
+
+def _check_kubeconfig(kubeconfig: str | None, context: str | None) -> None:
+    """The mistakes a first run makes, each as one sentence that says what to do."""
+    paths = _kubeconfig_paths(kubeconfig)
+    existing = [p for p in paths if p.is_file()]
+    if not existing:
+        if kubeconfig:
+            missing = ", ".join(str(p) for p in paths)
+            raise KubeConfigError(
+                f"kubeconfig {missing} does not exist: check --kubeconfig / $KUBECONFIG"
+            )
+        raise KubeConfigError(
+            f"no kubeconfig: {paths[0]} does not exist and neither --kubeconfig nor $KUBECONFIG "
+            "is set; pass --kubeconfig PATH, or --in-cluster inside a pod"
         )
+    contexts: list[str] = []
+    current = None
+    for path in existing:
+        try:
+            loaded = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise KubeConfigError(f"kubeconfig {path} cannot be read: {error}") from error
+        if not isinstance(loaded, dict):
+            raise KubeConfigError(f"kubeconfig {path} is not a kubeconfig (YAML mapping)")
+        contexts += [
+            str(c.get("name")) for c in loaded.get("contexts") or [] if isinstance(c, dict)
+        ]
+        current = current or loaded.get("current-context")
+    where = ", ".join(str(p) for p in existing)
+    if context and context not in contexts:
+        known = ", ".join(contexts) or "none"
+        raise KubeConfigError(
+            f"context {context!r} is not in {where} (contexts there: {known}); "
+            "see `kubectl config get-contexts`"
+        )
+    if not context and not current:
+        raise KubeConfigError(
+            f"{where} has no current-context: pass --context NAME "
+            f"(contexts there: {', '.join(contexts) or 'none'})"
+        )
+
+
+def _check_in_cluster() -> None:
+    missing = [
+        name
+        for name in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+        if not os.environ.get(name)
+    ]
+    if not (IN_CLUSTER_SECRETS / "token").is_file():
+        missing.append(str(IN_CLUSTER_SECRETS / "token"))
+    if missing:
+        raise KubeConfigError(
+            f"--in-cluster needs {', '.join(missing)}, which a pod has: run it in a pod with a "
+            "ServiceAccount (see charts/kueue-graphql), or use --kubeconfig outside a cluster"
+        )
+
+
+async def build_api_client(
+    kubeconfig: str | None, context: str | None, in_cluster: bool, *, pool_size: int = 100
+) -> Any:
+    """`pool_size`: connections to the API server at once (0: no limit, for the client whose
+    requests are long-running watches, so they never hold up reads)."""
+    configuration = k8s_client.Configuration()
+    configuration.connection_pool_maxsize = pool_size
+    try:
+        if in_cluster:
+            _check_in_cluster()
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            _check_kubeconfig(kubeconfig, context)
+            await k8s_config.load_kube_config(
+                config_file=kubeconfig,
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
+            )
+    except k8s_config.ConfigException as error:
+        raise KubeConfigError(f"cannot use the Kubernetes configuration: {error}") from error
     api_client = k8s_client.ApiClient(configuration)
     install_repeated_header_rest_client(api_client)
     assert_no_impersonation_defaults(api_client)

@@ -6,13 +6,19 @@ Workload for its owner, the Workloads of a queue, cohort members, the diagnosis'
 plain async functions over JSON objects.
 """
 
+from kueue_graphql.kube.authz import Access
 from kueue_graphql.lookups.apiserver import ApiServerReader
-from kueue_graphql.lookups.diagnosis import diagnosis_input_for_owner, diagnosis_input_for_workload
+from kueue_graphql.lookups.diagnosis import (
+    diagnosis_input_for_owner,
+    diagnosis_input_for_workload,
+    observe,
+)
 from kueue_graphql.lookups.paging import Page, PageRequest, order_key
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.lookups.selection import flavor_names, workload_matches
 
 __all__ = [
+    "Access",
     "ApiServerReader",
     "KueueReader",
     "Page",
@@ -20,6 +26,7 @@ __all__ = [
     "diagnosis_input_for_owner",
     "diagnosis_input_for_workload",
     "flavor_names",
+    "observe",
     "order_key",
     "workload_matches",
 ]

@@ -21,6 +21,7 @@ from kueue_graphql.kube.resources import (
     OWNER_KINDS,
     WORKLOAD,
     Resource,
+    canonical_kind,
 )
 from kueue_graphql.lookups.paging import Page, PageCollector, PageRequest, page_of
 from kueue_graphql.lookups.selection import (
@@ -106,6 +107,7 @@ class ApiServerReader(RequestReads):
         return collector.page(complete=True)
 
     async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
+        kind = canonical_kind(kind)
         owner_resource = OWNER_KINDS.get(kind)
         owner_uid: str | None = None
         if owner_resource is not None:

@@ -13,6 +13,8 @@ from typing import TypeVar
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.diagnosis.diagnose import preemptor_uid
+from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY, own_entry
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import (
@@ -55,7 +57,7 @@ def _ready(value: T) -> asyncio.Future[T]:
     return future
 
 
-async def _observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
+async def observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
     try:
         return await read
     except ForbiddenError as error:
@@ -93,7 +95,7 @@ async def _pods(
 
 async def _queue_position(
     reader: KueueReader, namespace: str, workload: JsonObject
-) -> JsonObject | dx.Forbidden | dx.Absent:
+) -> JsonObject | dx.Forbidden | dx.Absent | dx.Failed:
     queue = spec(workload).get("queueName")
     reserved = any(
         c.get("type") == "QuotaReserved" and c.get("status") == "True"
@@ -104,14 +106,55 @@ async def _queue_position(
     access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, queue, "pendingworkloads")
     if not await reader.may(access):
         return dx.Forbidden(f"may not get localqueues/pendingworkloads {namespace}/{queue}")
-    pending = await reader.pending_in_local_queue(namespace, queue)
-    if pending is None:
-        return dx.Absent("Kueue's visibility API gave no pending list for this LocalQueue")
-    name = metadata(workload).get("name")
-    for item in pending:
-        if metadata(item).get("name") == name:
-            return item
-    return dx.Absent("not in the LocalQueue's pending list")
+    read = await reader.pending_read(namespace, queue)
+    if read.forbidden:
+        return dx.Forbidden(f"may not get localqueues/pendingworkloads {namespace}/{queue}")
+    if read.absent:
+        return dx.Absent("Kueue's visibility API is not served")
+    found = own_entry(read.items, namespace, str(metadata(workload).get("name") or ""))
+    if found is None and read.failure is not None:
+        return dx.Failed(read.failure)
+    if found is None:
+        if read.truncated:
+            return dx.Absent(f"not among the first {len(read.items)} pending Workloads read")
+        return dx.Absent("not in the LocalQueue's pending list")
+    entry = dict(found.item)
+    if found.foreign_entries_before:
+        entry["positionInLocalQueue"] = found.position_in_local_queue
+        entry[FOREIGN_ENTRIES_KEY] = found.foreign_entries_before
+    return entry
+
+
+async def _find_preemptor(
+    reader: KueueReader, namespace: str, workload: JsonObject | None
+) -> ObservedObject:
+    """The Workload Kueue's Preempted condition names by UID: in the same namespace first,
+    then cluster-wide, each only as far as the caller may list Workloads."""
+    wanted = preemptor_uid(workload)
+    if wanted is None:
+        return dx.Absent("not preempted")
+    forbidden = False
+    for where in (namespace, None):
+        try:
+            listed = await reader.list_objects(WORKLOAD, where)
+        except ForbiddenError:
+            forbidden = True
+            continue
+        for candidate in listed:
+            if metadata(candidate).get("uid") == wanted:
+                return candidate
+    if forbidden:
+        return dx.Forbidden("may not list the Workloads where the preemptor may be")
+    return dx.Absent(f"no Workload with UID {wanted} (it may have finished)")
+
+
+def _names_admission_check(cluster_queue: JsonObject) -> bool:
+    return any(
+        c.get("type") == "Active"
+        and c.get("status") == "False"
+        and "AdmissionCheck" in str(c.get("message") or "")
+        for c in status(cluster_queue).get("conditions") or []
+    )
 
 
 def _quota_message(workload: JsonObject | None) -> str:
@@ -142,11 +185,11 @@ async def load_input(
 
     local_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no queue name"))
     if queue:
-        local_queue = asyncio.ensure_future(_observe(reader.get(LOCAL_QUEUE, namespace, queue)))
+        local_queue = asyncio.ensure_future(observe(reader.get(LOCAL_QUEUE, namespace, queue)))
     pods_read: asyncio.Future[ObservedList] = asyncio.ensure_future(
-        _observe(_pods(reader, namespace, owner_obj, workload_obj))
+        observe(_pods(reader, namespace, owner_obj, workload_obj))
     )
-    position_read: asyncio.Future[ObservedObject] = _ready(dx.Absent("no Workload"))
+    position_read: asyncio.Future[ObservedObject | dx.Failed] = _ready(dx.Absent("no Workload"))
     if workload_obj is not None:
         position_read = asyncio.ensure_future(_queue_position(reader, namespace, workload_obj))
     # The Workload's Events carry Kueue's reasons; the owner's matter only while there is no
@@ -164,20 +207,20 @@ async def load_input(
     cluster_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no ClusterQueue name"))
     if cq_name:
         cluster_queue = asyncio.ensure_future(
-            _observe(reader.get(CLUSTER_QUEUE, None, str(cq_name)))
+            observe(reader.get(CLUSTER_QUEUE, None, str(cq_name)))
         )
     nodes: asyncio.Future[ObservedList] = _ready(dx.Absent("no unplaced Pod"))
     pod_events: asyncio.Future[ObservedList] = _ready([])
     if unplaced:
-        nodes = asyncio.ensure_future(_observe(reader.list_objects(NODE)))
+        nodes = asyncio.ensure_future(observe(reader.list_objects(NODE)))
         pod_events = asyncio.ensure_future(_events(reader, unplaced))
     # Flavors make a taint remedy exact; AdmissionChecks say who decides a pending check.
     flavors: asyncio.Future[ObservedList] = _ready(dx.Absent("no flavor in question"))
     if "in flavor " in _quota_message(workload_obj):
-        flavors = asyncio.ensure_future(_observe(reader.list_objects(RESOURCE_FLAVOR)))
+        flavors = asyncio.ensure_future(observe(reader.list_objects(RESOURCE_FLAVOR)))
     checks: asyncio.Future[ObservedList] = _ready(dx.Absent("no admission checks"))
     if status(workload_obj or {}).get("admissionChecks"):
-        checks = asyncio.ensure_future(_observe(reader.list_objects(ADMISSION_CHECK)))
+        checks = asyncio.ensure_future(observe(reader.list_objects(ADMISSION_CHECK)))
     await asyncio.gather(cluster_queue, nodes, pod_events, flavors, checks)
 
     cluster_queues: ObservedList = dx.Absent("not in a cohort")
@@ -185,8 +228,15 @@ async def load_input(
     cq = _known(cluster_queue.result())
     if cq is not None and spec(cq).get("cohortName"):
         cluster_queues, cohorts = await asyncio.gather(
-            _observe(reader.list_objects(CLUSTER_QUEUE)), _observe(reader.list_objects(COHORT))
+            observe(reader.list_objects(CLUSTER_QUEUE)), observe(reader.list_objects(COHORT))
         )
+
+    admission_checks = checks.result()
+    if cq is not None and isinstance(admission_checks, dx.Absent) and _names_admission_check(cq):
+        # An inactive ClusterQueue blamed on an AdmissionCheck: who should run it.
+        admission_checks = await observe(reader.list_objects(ADMISSION_CHECK))
+
+    preemptor = await _find_preemptor(reader, namespace, workload_obj)
 
     events, more_events = events_read.result(), pod_events.result()
     if isinstance(events, list) and isinstance(more_events, list):
@@ -201,9 +251,10 @@ async def load_input(
         cluster_queues=cluster_queues,
         cohorts=cohorts,
         resource_flavors=flavors.result(),
-        admission_checks=checks.result(),
+        admission_checks=admission_checks,
         nodes=nodes.result(),
         queue_position=position_read.result(),
+        preemptor=preemptor,
     )
 
 
@@ -222,7 +273,7 @@ async def diagnosis_input_for_workload(
     owner: ObservedObject = dx.Absent("no owner")
     owned_by = _owner_kind_of(workload)
     if owned_by is not None and owned_by[0] in OWNER_KINDS:
-        owner = await _observe(reader.get(OWNER_KINDS[owned_by[0]], namespace, owned_by[1]))
+        owner = await observe(reader.get(OWNER_KINDS[owned_by[0]], namespace, owned_by[1]))
     return await load_input(reader, namespace, owner, workload)
 
 
@@ -237,8 +288,8 @@ async def diagnosis_input_for_owner(
     owner: ObservedObject = dx.Absent(f"no {kind} resource known")
     resource = OWNER_KINDS.get(kind)
     if resource is not None:
-        owner = await _observe(reader.get(resource, namespace, name))
-    workload = await _observe(reader.workload_for_owner(namespace, kind, name))
+        owner = await observe(reader.get(resource, namespace, name))
+    workload = await observe(reader.workload_for_owner(namespace, kind, name))
     if not isinstance(owner, dict) and not isinstance(workload, dict):
         # Neither readable: say so (or that nothing exists), never diagnose blind.
         if isinstance(owner, dx.Forbidden) and resource is not None:

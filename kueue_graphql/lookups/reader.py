@@ -7,6 +7,7 @@ from typing import Protocol
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import ApiCallMeter, JsonObject
+from kueue_graphql.kube.reads import PendingRead
 from kueue_graphql.kube.resources import Resource
 from kueue_graphql.lookups.paging import Page, PageRequest
 
@@ -57,6 +58,10 @@ class KueueReader(Protocol):
     async def pending_in_local_queue(
         self, namespace: str, local_queue: str
     ) -> list[JsonObject] | None: ...
+
+    async def pending_read(self, namespace: str, local_queue: str) -> PendingRead:
+        """The pending list with what went wrong, when something did (paged, bounded)."""
+        ...
 
     async def events_for(self, obj: JsonObject) -> list[JsonObject]: ...
 

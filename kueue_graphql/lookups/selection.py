@@ -34,7 +34,8 @@ def owned_by(workload: JsonObject, owner_uid: str | None, kind: str, name: str) 
     for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
         if owner_uid and ref.get("uid") == owner_uid:
             return True
-        if not owner_uid and ref.get("kind") == kind and ref.get("name") == name:
+        same_kind = str(ref.get("kind", "")).lower() == kind.lower()
+        if not owner_uid and same_kind and ref.get("name") == name:
             return True
     return False
 

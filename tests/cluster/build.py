@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 
 K8S_VERSION = "v1.36.3"
 KUEUE_VERSION = "v0.17.0"
+HELM_VERSION = "v4.3.2"
 
 # Kueue refuses to start when /version is not semver, so the version goes in at link time.
 _KUBE_LDFLAGS = " ".join(
@@ -65,6 +66,24 @@ KUEUE = GoProgram(
     binaries=("kueue",),
     ldflags="-s -w",
 )
+# Tools the tests drive like a user would: helm installs the chart, kueuectl (`kubectl kueue`) runs
+# the commands the diagnosis prints. Each is its own module so that it never changes the cache key
+# of the control plane or of the Kueue manager.
+HELM = GoProgram(
+    name="helm",
+    module_dir=HERE / "helm",
+    packages=("helm.sh/helm/v4/cmd/helm",),
+    binaries=("helm",),
+    ldflags=f"-s -w -X helm.sh/helm/v4/internal/version.version={HELM_VERSION}",
+)
+KUEUECTL = GoProgram(
+    name="kueuectl",
+    module_dir=HERE / "kueuectl",
+    packages=("sigs.k8s.io/kueue/cmd/kueuectl",),
+    binaries=("kueuectl",),
+    ldflags=f"-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",
+)
+TOOLS = (HELM, KUEUECTL)
 
 
 def cache_root() -> Path:

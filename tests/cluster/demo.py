@@ -22,6 +22,12 @@ from pathlib import Path
 
 from tests.cluster.driver import DEFAULT_STATE_DIR, Cluster, up
 
+DEMO_SUBSCRIPTION = """subscription Live {
+  diagnosis(namespace: "team-a", kind: "Job", name: "too-big-3x1cpu") {
+    stage layer summary reasons { code } quota { verdict }
+  }
+}"""
+
 DEMO_QUERY = """query AdmissionPath($ns: String!, $job: String!) {
   workloadFor(namespace: $ns, kind: "Job", name: $job) {
     name
@@ -121,6 +127,9 @@ GraphiQL:  open {url}/graphql in a browser, and under "Headers" paste
 
 Query (variables: {{"ns": "team-a", "job": "too-big-3x1cpu"}}):
 {DEMO_QUERY}
+
+A live answer (GraphiQL runs it over graphql-transport-ws with the same Headers):
+{DEMO_SUBSCRIPTION}
 
 From a shell:
   curl -s {url}/graphql -H 'Authorization: Bearer {alice}' \\

@@ -622,6 +622,9 @@ class _Starter:
         self._wait_evicted_and_released("team-a", "low-priority-victim")
         self._simulate_kubelet({("team-a", "high-priority-preemptor"): "Running"})
         self._wait_scenarios_settled()
+        # Inactive ClusterQueues on purpose: applied once the others were waited Active.
+        self._apply_file(MANIFESTS / "60-diagnosis-cases.yaml")
+        self._wait_diagnosis_cases()
         _wait(
             "visibility API (pending workloads of cq-small-2cpu)",
             lambda: self.cluster.kubectl(
@@ -1022,6 +1025,34 @@ class _Starter:
         self._wait_workload_condition("team-a", "healthy-running", "Admitted")
         self._wait_workload_condition("team-a", "waits-for-approval", "QuotaReserved")
 
+    def _wait_diagnosis_cases(self) -> None:
+        def refused(namespace: str, name: str) -> Callable[[], bool]:
+            def check() -> bool:
+                found = self.cluster.kubectl(
+                    "get", "workload", name, "-n", namespace, "-o", "json", check=False
+                )
+                if found.returncode != 0:
+                    return False
+                condition = _conditions(json.loads(found.stdout)).get("QuotaReserved", {})
+                return condition.get("status") == "False" and bool(condition.get("message"))
+
+            return check
+
+        def job_refused(job: str) -> bool:
+            workload = self._workload_of("team-a", job)
+            condition = _conditions(workload or {}).get("QuotaReserved", {})
+            return condition.get("status") == "False" and bool(condition.get("message"))
+
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            ("two-podsets-6cpu is refused quota", refused("team-a", "two-podsets-6cpu")),
+            ("team-a/same-name is refused quota", refused("team-a", "same-name")),
+            ("team-b/same-name is refused quota", refused("team-b", "same-name")),
+            ("waits-on-missing-flavor waits", lambda: job_refused("waits-on-missing-flavor")),
+            ("waits-on-inactive-check waits", lambda: job_refused("waits-on-inactive-check")),
+        ]
+        for what, check in checks:
+            _wait(what, check, 120, self.progress, self.launcher.logs / "kueue.log")
+
 
 def up(state_dir: Path = DEFAULT_STATE_DIR, tie_to_parent: bool = False) -> Cluster:
     """Start a fresh control plane (stopping leftovers of an earlier one first)."""
@@ -1127,6 +1158,8 @@ def main(argv: list[str] | None = None) -> int:
         progress = Progress()
         build.ensure_built(build.KUBE, progress)
         build.ensure_built(build.KUEUE, progress)
+        for tool in build.TOOLS:
+            build.ensure_built(tool, progress)
         return 0
     sys.stderr.write("usage: python -m tests.cluster.driver up|down|status|build\n")
     return 2

@@ -117,7 +117,9 @@ def test_several_pod_sets_and_parts_hand_made() -> None:
         "WaitingForQuota",
         "ResourceNotCovered",
     ]
-    assert reasons[1].number("requested") == Fraction(5, 2)
+    # what the Workload needs so far: earlier pod sets (500m) + this one (2500m)
+    assert reasons[1].number("requested") == 3
+    assert reasons[1].number("podSetRequest") == Fraction(5, 2)
     assert reasons[1].number("previouslyConsidered") == Fraction(1, 2)
     assert reasons[2].number("moreNeeded") == 1536 * 2**20
     assert reasons[3].resource == "example.com/gpu"

@@ -19,7 +19,7 @@ from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -66,7 +66,7 @@ async def running_server(
     kubeconfig: Path, auth_mode: AuthMode = AuthMode.TOKEN_REVIEW, **settings: Any
 ) -> AsyncIterator[Server]:
     app = build_app(ServerSettings(kubeconfig=str(kubeconfig), auth_mode=auth_mode, **settings))
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )

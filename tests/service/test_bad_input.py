@@ -154,7 +154,13 @@ async def test_unknown_root_field_argument_and_operation(server: Server, cluster
         ("{ secrets { name } }", "Cannot query field 'secrets'"),
         ('{ clusterQueue(name: "x", all: true) { name } }', "Unknown argument 'all'"),
         ("mutation { viewer { username } }", "mutation"),
-        ("subscription { viewer { username } }", "subscription"),
+        # Subscriptions sent as a plain POST, valid or not: refused before anything runs (a valid
+        # one used to run its generator as a query field: INTERNAL).
+        ("subscription { viewer { username } }", "served over WebSocket"),
+        (
+            'subscription { diagnosis(namespace: "team-a", kind: "Job", name: "x") { stage } }',
+            "served over WebSocket",
+        ),
     ):
         response = await server.post(query, token=token)
         assert_error(response, 200, "BAD_REQUEST", fragment)

@@ -90,7 +90,16 @@ async def test_every_field_answers_for_cluster_readers(
     server: Server, cluster: Cluster, user: str
 ) -> None:
     body = await server.query(EVERYTHING, token=cluster.token(user))
-    assert body.get("errors") is None, body.get("errors")
+    # cq-missing-flavor (60-diagnosis-cases.yaml) names a ResourceFlavor that does not exist:
+    # navigating to it is NOT_FOUND, the one error expected here.
+    errors = [
+        e
+        for e in body.get("errors") or []
+        if not (
+            e["extensions"]["code"] == "NOT_FOUND" and "'flavor-does-not-exist'" in e["message"]
+        )
+    ]
+    assert not errors, errors
     assert body["data"]["workloads"]["totalCount"] >= 10
     assert body["data"]["clusterQueues"]["nodes"]
 

@@ -1,7 +1,10 @@
 """The REST layer sends one Impersonate-Group line per group, and never impersonates by default."""
 
+import time
+
 import pytest
 
+from kueue_graphql.core.errors import UnavailableError
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.client import ApiCallMeter
 from kueue_graphql.kube.transport import assert_no_impersonation_defaults
@@ -82,3 +85,71 @@ async def test_proxy_environment_is_not_consulted(monkeypatch: pytest.MonkeyPatc
         answer = await stub.kube.request_json("GET", "/version", meter=ApiCallMeter(budget=5))
     assert answer == {"kind": "Status"}
     assert [r.path for r in stub.requests] == ["/version"]
+
+
+async def test_a_service_account_is_impersonated_by_its_name_alone() -> None:
+    # Constrained impersonation (impersonate:serviceaccount) refuses a ServiceAccount sent with
+    # a uid, groups or extras; the API server fills in its groups.
+    bot = Identity.from_user_info(
+        {
+            "username": "system:serviceaccount:team-a:ci-bot",
+            "uid": "0d5c",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:team-a"],
+            "extra": {"authentication.kubernetes.io/credential-id": ["JTI=1"]},
+        }
+    )
+    async with apiserver_stub(ok) as stub:
+        await stub.kube.request_json(
+            "GET", "/api/v1/namespaces", meter=ApiCallMeter(budget=5), as_identity=bot
+        )
+    impersonation = [
+        (k.lower(), v) for k, v in stub.requests[0].headers if k.lower().startswith("impersonate-")
+    ]
+    assert impersonation == [("impersonate-user", "system:serviceaccount:team-a:ci-bot")]
+
+
+async def test_an_empty_group_is_never_sent() -> None:
+    # A token file line with an empty group column gives TokenReview groups ["", ...].
+    alice = Identity.from_user_info(
+        {"username": "alice", "uid": "u1", "groups": ["", "system:authenticated"]}
+    )
+    assert alice.groups == ("system:authenticated",)
+    async with apiserver_stub(ok) as stub:
+        await stub.kube.request_json(
+            "GET", "/api/v1/namespaces", meter=ApiCallMeter(budget=5), as_identity=alice
+        )
+    groups = [v for k, v in stub.requests[0].headers if k.lower() == "impersonate-group"]
+    assert groups == ["system:authenticated"]
+
+
+async def test_a_throttled_call_is_retried_after_its_retry_after() -> None:
+    answers = iter(
+        [
+            (429, {"kind": "Status", "code": 429, "details": {"retryAfterSeconds": 0}}),
+            (429, {"kind": "Status", "code": 429, "details": {"retryAfterSeconds": 0}}),
+            (200, {"kind": "Namespace"}),
+        ]
+    )
+
+    def throttling(method: str, path: str, body: object) -> tuple[int, dict[str, object]]:
+        return next(answers)
+
+    meter = ApiCallMeter(budget=5)
+    async with apiserver_stub(throttling) as stub:
+        answer = await stub.kube.request_json("GET", "/api/v1/namespaces/a", meter=meter)
+    assert answer == {"kind": "Namespace"}
+    assert len(stub.requests) == 3
+    assert len(meter.calls) == 3  # each attempt is an API call
+
+
+async def test_throttling_beyond_the_deadline_is_unavailable_without_waiting() -> None:
+    def throttling(method: str, path: str, body: object) -> tuple[int, dict[str, object]]:
+        return 429, {"kind": "Status", "code": 429, "details": {"retryAfterSeconds": 5}}
+
+    meter = ApiCallMeter(budget=5, deadline=time.monotonic() + 1)
+    async with apiserver_stub(throttling) as stub:
+        started = time.monotonic()
+        with pytest.raises(UnavailableError, match="throttling"):
+            await stub.kube.request_json("GET", "/api/v1/namespaces/a", meter=meter)
+    assert time.monotonic() - started < 1
+    assert len(stub.requests) == 1

@@ -1,0 +1,199 @@
+"""Live answers under load: N diagnosis subscriptions held while the verdict keeps changing.
+
+Needs the test control plane running (`make cluster-up`). Run by hand; it prints figures and
+asserts nothing:
+
+    uv run python benchmarks/subscriptions.py [--subscriptions 200] [--seconds 60] [--every 3]
+
+It starts the server (`benchmarks/server.py`, defaults of `kueue-graphql serve`) as a separate
+process, opens `--subscriptions` `diagnosis` subscriptions over graphql-transport-ws (the
+`websockets` client; half as alice, half as grace, 20 per connection, the default caps), all on
+one quota-held Job, then every `--every` seconds flips its Workload's `spec.active` as admin
+(DEACTIVATED <-> WAITING_FOR_QUOTA_RESERVATION: a verdict change every subscriber must get).
+
+Printed: change -> push latency p50/p95 (from just before the admin's PATCH is sent to each
+message's arrival, so it includes the PATCH itself), server RSS per open subscription, server
+CPU per pushed message, and the server's fds / threads / RSS before opening and after closing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+
+from admission_path import ROOT, STATE, cpu_seconds, percentile, rss_kib, server
+
+sys.path.insert(0, str(ROOT))
+from tests.service.live_client import Subscriber, subscriber
+
+QUERY = """
+subscription($ns: String!, $name: String!) {
+  diagnosis(namespace: $ns, kind: "Job", name: $name) { stage reasons { code } }
+}
+"""
+JOB = "bench-live-held"
+MANIFEST = f"""
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {JOB}
+  namespace: team-a
+  labels: {{kueue.x-k8s.io/queue-name: lq-small}}
+spec:
+  parallelism: 1
+  completions: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.invalid/kueue-graphql/sleep:never-pulled
+        resources:
+          requests: {{cpu: "3", memory: "256Mi"}}
+"""
+PER_CONNECTION = 20
+
+
+def kubectl(*args: str, stdin: str | None = None) -> str:
+    command = [str(STATE / "bin" / "kubectl"), "--kubeconfig", str(STATE / "kubeconfig"), *args]
+    done = subprocess.run(command, input=stdin, text=True, capture_output=True, check=True)
+    return done.stdout
+
+
+def token(user: str) -> str:
+    return (STATE / "users" / f"{user}.token").read_text().strip()
+
+
+def fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def workload_name() -> str:
+    for _ in range(100):
+        items = json.loads(kubectl("get", "workloads", "-n", "team-a", "-o", "json"))["items"]
+        for item in items:
+            owners = item["metadata"].get("ownerReferences") or []
+            if any(o.get("name") == JOB for o in owners):
+                return str(item["metadata"]["name"])
+        time.sleep(0.2)
+    raise SystemExit("the Job's Workload never appeared")
+
+
+async def run(args: argparse.Namespace) -> None:
+    kubectl("apply", "-f", "-", stdin=MANIFEST)
+    workload = workload_name()
+    kubectl(
+        "patch",
+        "workload",
+        workload,
+        "-n",
+        "team-a",
+        "--type=merge",
+        "-p",
+        '{"spec":{"active":true}}',
+    )
+    with server(None) as (url, process):
+        pid = process.pid
+        before = (fds(pid), threads(pid), rss_kib(pid)[0])
+        latencies: list[float] = []
+        received = 0
+        changed_at: list[float] = []
+        connections = (args.subscriptions + PER_CONNECTION - 1) // PER_CONNECTION
+
+        async def hold(index: int, ready: asyncio.Event, stop: asyncio.Event) -> None:
+            nonlocal received
+            user = "alice" if index % 2 == 0 else "grace"
+            count = min(PER_CONNECTION, args.subscriptions - index * PER_CONNECTION)
+            async with subscriber(url, token(user)) as sub:
+                for op in range(count):
+                    await sub.subscribe(str(op), QUERY, {"ns": "team-a", "name": JOB})
+                for _ in range(count):  # the first answers
+                    await expect_next(sub)
+                ready.set()
+                while not stop.is_set():
+                    try:
+                        await asyncio.wait_for(expect_next(sub), 1)
+                    except TimeoutError:
+                        continue
+                    received += 1
+                    if changed_at:
+                        latencies.append(time.monotonic() - changed_at[-1])
+
+        stop = asyncio.Event()
+        readies = [asyncio.Event() for _ in range(connections)]
+        started = time.monotonic()
+        holders = [asyncio.create_task(hold(i, readies[i], stop)) for i in range(connections)]
+        await asyncio.gather(*(r.wait() for r in readies))
+        print(f"{args.subscriptions} subscriptions open in {time.monotonic() - started:.1f} s")
+        await asyncio.sleep(2)
+        open_rss = rss_kib(pid)[0]
+        cpu_start = cpu_seconds(pid)
+        received = 0
+        active = True
+        end = time.monotonic() + args.seconds
+        changes = 0
+        while time.monotonic() < end:
+            active = not active
+            changed_at.append(time.monotonic())
+            await asyncio.to_thread(
+                kubectl,
+                "patch",
+                "workload",
+                workload,
+                "-n",
+                "team-a",
+                "--type=merge",
+                "-p",
+                json.dumps({"spec": {"active": active}}),
+            )
+            changes += 1
+            await asyncio.sleep(args.every)
+        cpu = cpu_seconds(pid) - cpu_start
+        stop.set()
+        await asyncio.gather(*holders)
+        # Idle keep-alive connections of the read pool close after aiohttp's 15 s.
+        await asyncio.sleep(20)
+        after = (fds(pid), threads(pid), rss_kib(pid)[0])
+    kubectl("delete", "job", JOB, "-n", "team-a", "--ignore-not-found")
+    print(
+        f"changes: {changes}, pushed messages received: {received} "
+        f"(expected {changes * args.subscriptions})"
+    )
+    if latencies:
+        print(
+            f"change -> push: p50 {percentile(latencies, 50) * 1000:.0f} ms, "
+            f"p95 {percentile(latencies, 95) * 1000:.0f} ms (coalescing adds 250 ms)"
+        )
+    per_subscription = (open_rss - before[2]) / args.subscriptions
+    print(f"server RSS per open subscription: {per_subscription:.0f} KiB")
+    if received:
+        print(f"server CPU per pushed message: {cpu / received * 1000:.2f} ms")
+    print(f"server before open: fds {before[0]}, threads {before[1]}, RSS {before[2]} KiB")
+    print(f"server after close: fds {after[0]}, threads {after[1]}, RSS {after[2]} KiB")
+
+
+async def expect_next(sub: Subscriber) -> None:
+    message = await sub.receive()
+    if message["type"] != "next" or "errors" in message["payload"]:
+        raise SystemExit(f"unexpected message: {message}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subscriptions", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--every", type=float, default=3)
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

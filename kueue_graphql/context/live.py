@@ -1,0 +1,58 @@
+"""Limits and bookkeeping for subscriptions: caps per connection, per identity and in total."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from kueue_graphql.core.errors import BadRequestError
+
+
+@dataclass(frozen=True)
+class LiveLimits:
+    per_connection: int = 20
+    per_identity: int = 100
+    total: int = 1000
+    # A burst of watch events within this window yields one recompute (and at most one push).
+    coalesce_seconds: float = 0.25
+    # Identity (TokenReview) and access (SubjectAccessReview) are re-checked at least this often
+    # even when nothing changes; a revoked token or RoleBinding ends the stream within it.
+    recheck_seconds: float = 30.0
+
+
+class LiveRegistry:
+    """Process-wide counts of open subscriptions. `slot` refuses (BAD_REQUEST, before any API
+    call of the subscription) when a cap is reached, and frees the slot when the stream ends."""
+
+    def __init__(self, limits: LiveLimits) -> None:
+        self.limits = limits
+        self.total = 0
+        self.by_identity: Counter[str] = Counter()
+        self.by_connection: Counter[int] = Counter()
+
+    @contextmanager
+    def slot(self, connection: int, identity: str) -> Iterator[None]:
+        limits = self.limits
+        if self.by_connection[connection] >= limits.per_connection:
+            raise BadRequestError(
+                f"at most {limits.per_connection} subscriptions per connection; end one first"
+            )
+        if self.by_identity[identity] >= limits.per_identity:
+            raise BadRequestError(f"at most {limits.per_identity} subscriptions per identity")
+        if self.total >= limits.total:
+            raise BadRequestError(f"the server holds its maximum of {limits.total} subscriptions")
+        self.total += 1
+        self.by_identity[identity] += 1
+        self.by_connection[connection] += 1
+        try:
+            yield
+        finally:
+            self.total -= 1
+            self.by_identity[identity] -= 1
+            self.by_connection[connection] -= 1
+            if not self.by_identity[identity]:
+                del self.by_identity[identity]
+            if not self.by_connection[connection]:
+                del self.by_connection[connection]

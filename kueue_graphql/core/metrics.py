@@ -1,0 +1,89 @@
+"""Prometheus metrics of the process, served on /metrics.
+
+No label carries a user name, a token, a namespace or an object name: labels are operation types,
+outcome codes, HTTP verbs, resource names (`pods`, `workloads`, `localqueues/pendingworkloads`)
+and status codes, so their number stays small whatever callers send.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+REQUESTS = Counter(
+    "kueue_graphql_requests",
+    "GraphQL requests by operation type (query, mutation, subscription, none) and outcome "
+    "(OK or the first error's extensions.code).",
+    ["operation_type", "outcome"],
+    registry=REGISTRY,
+)
+REQUEST_SECONDS = Histogram(
+    "kueue_graphql_request_duration_seconds",
+    "Time from the request's arrival to the end of its response.",
+    ["operation_type"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20),
+    registry=REGISTRY,
+)
+API_CALLS = Counter(
+    "kueue_graphql_api_calls",
+    "Calls to the Kubernetes API server by verb, resource and HTTP status (`error`: no answer).",
+    ["verb", "resource", "status"],
+    registry=REGISTRY,
+)
+API_CALL_SECONDS = Histogram(
+    "kueue_graphql_api_call_duration_seconds",
+    "Latency of calls to the Kubernetes API server.",
+    ["verb", "resource"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+    registry=REGISTRY,
+)
+TOKEN_REVIEWS = Counter(
+    "kueue_graphql_token_reviews",
+    "Caller tokens checked: cache_hit (answered from the token-review cache), accepted or "
+    "rejected (by a TokenReview).",
+    ["result"],
+    registry=REGISTRY,
+)
+ACCESS_DECISIONS = Counter(
+    "kueue_graphql_access_decisions",
+    "Access decisions: cache_hit, shared (joined a review already in flight) or reviewed "
+    "(a SubjectAccessReview was sent).",
+    ["result"],
+    registry=REGISTRY,
+)
+
+
+def api_verb(method: str, path: str) -> str:
+    """The Kubernetes verb of a request, as far as its method and path tell."""
+    if method == "GET":
+        resource, named = _resource_and_name(path)
+        return "get" if named or resource.startswith("/") else "list"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+        method, method.lower()
+    )
+
+
+def api_resource(path: str) -> str:
+    """`pods`, `workloads`, `localqueues/pendingworkloads`, or the path of a non-resource URL
+    (`/version`), without namespace or object names."""
+    return _resource_and_name(path)[0]
+
+
+def _resource_and_name(path: str) -> tuple[str, bool]:
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 2:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        rest = parts[3:]
+    else:
+        return "/" + "/".join(parts), False
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        rest = rest[2:]
+    if not rest:
+        return "discovery", False
+    resource = rest[0]
+    named = len(rest) >= 2
+    if len(rest) >= 3:
+        resource += "/" + rest[2]
+    return resource, named

@@ -1,0 +1,48 @@
+"""A Workload's own entry in Kueue's pendingworkloads list of its LocalQueue.
+
+Kueue v0.17's LocalQueue list also holds Workloads of *other* namespaces whose LocalQueue has
+the same name (kueue#10575). An entry is the caller's only when namespace and name both match;
+foreign entries are dropped before counting, so the position in the LocalQueue is recomputed
+from the entries of the Workload's own namespace (the list is in queue order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["FOREIGN_ENTRIES_KEY", "OwnEntry", "own_entry"]
+
+FOREIGN_ENTRIES_KEY = "foreignEntriesBefore"
+"""Added to the entry handed to the diagnosis when Kueue listed other namespaces' entries
+ahead of it (positionInLocalQueue is then recomputed)."""
+
+
+@dataclass(frozen=True)
+class OwnEntry:
+    item: Mapping[str, Any]
+    position_in_local_queue: int
+    """Among the entries of the Workload's own namespace (0 = next)."""
+    foreign_entries_before: int
+    """Entries of other namespaces Kueue listed ahead of it (and that were dropped)."""
+
+
+def _meta(item: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = item.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def own_entry(items: Sequence[Mapping[str, Any]], namespace: str, name: str) -> OwnEntry | None:
+    own_before = foreign_before = 0
+    for item in items:
+        meta = _meta(item)
+        # An entry without a namespace is taken as the LocalQueue's own (older servers).
+        same_namespace = meta.get("namespace") in (None, namespace)
+        if same_namespace and meta.get("name") == name:
+            return OwnEntry(item, own_before, foreign_before)
+        if same_namespace:
+            own_before += 1
+        else:
+            foreign_before += 1
+    return None

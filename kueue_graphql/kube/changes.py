@@ -1,0 +1,133 @@
+"""Changes relevant to one subscription: the event source behind live answers.
+
+`ChangeSource` is the small interface a subscription waits on ("something it depends on may have
+changed"). `WatchChanges` is the `impersonate` read mode's source: it opens Kubernetes watches AS
+THE CALLER (impersonation headers), so the API server enforces RBAC on the stream itself. A
+shared-informer (`cache` read mode) source can implement the same interface later.
+
+Pending changes are one flag, not a queue: a burst of watch events while the subscriber is busy
+(or slow to read) is one wake-up, so memory per subscription is bounded whatever the event rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import aiohttp
+
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.client import KubeClient, impersonation_headers
+from kueue_graphql.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+# A watch is re-opened after this long (the API server closes it anyway at some point).
+_WATCH_SECONDS = 300
+# Wait before re-opening a watch that failed (403, network), so a refused one costs little.
+_RETRY_SECONDS = 5.0
+
+
+class ChangeSource(Protocol):
+    async def wait(self, quiet_seconds: float) -> bool:
+        """True when something changed since the last call, False after `quiet_seconds` of quiet."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    resource: Resource
+    namespace: str | None
+    field_selector: str | None = None
+
+
+class WatchChanges:
+    """Watches as the caller; every event (after the initial list) sets the pending flag."""
+
+    def __init__(
+        self, client: KubeClient, identity: Identity | None, targets: Sequence[WatchTarget]
+    ) -> None:
+        self._client = client
+        self._identity = identity
+        self._changed = asyncio.Event()
+        self.events_seen = 0
+        self._tasks = [asyncio.create_task(self._watch(target)) for target in targets]
+
+    async def wait(self, quiet_seconds: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), quiet_seconds)
+        changed = self._changed.is_set()
+        self._changed.clear()
+        return changed
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    async def _watch(self, target: WatchTarget) -> None:
+        resource_version: str | None = None
+        while True:
+            try:
+                resource_version = await self._stream(target, resource_version)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.debug("watch of %s failed: %s", target.resource, type(error).__name__)
+                resource_version = None
+                await asyncio.sleep(_RETRY_SECONDS)
+
+    async def _stream(self, target: WatchTarget, resource_version: str | None) -> str | None:
+        query: list[tuple[str, str]] = [
+            ("watch", "true"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(_WATCH_SECONDS)),
+        ]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if target.field_selector:
+            query.append(("fieldSelector", target.field_selector))
+        headers: dict[str, str | list[str]] = {"Accept": "application/json"}
+        if self._identity is not None:
+            headers.update(impersonation_headers(self._identity))
+        response = await self._client.api_client.call_api(
+            target.resource.path(target.namespace),
+            "GET",
+            query_params=query,
+            header_params=headers,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(total=None, sock_read=_WATCH_SECONDS + 30),
+        )
+        try:
+            if response.status != 200:
+                raise RuntimeError(f"watch answered {response.status}")
+            # Without a resourceVersion the watch starts with ADDED for every existing object;
+            # that costs one recompute, and nothing is pushed unless the verdict differs.
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                kind = event.get("type")
+                obj = event.get("object") or {}
+                version = (obj.get("metadata") or {}).get("resourceVersion")
+                if kind == "ERROR":
+                    return None  # e.g. 410 Gone: re-list from now
+                if version:
+                    resource_version = str(version)
+                if kind == "BOOKMARK":
+                    continue
+                self.events_seen += 1
+                self._changed.set()
+        finally:
+            # close, not release: an unfinished watch stream cannot go back into the pool.
+            response.close()
+        return resource_version

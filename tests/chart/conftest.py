@@ -1,0 +1,180 @@
+"""The Helm chart installed into the real control plane, and the service run as its
+ServiceAccount the way a pod runs it (in-cluster configuration)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+import yaml
+
+from tests.cluster import build
+from tests.cluster.driver import Cluster
+from tests.cluster.progress import Progress
+from tests.service.conftest import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "kueue-graphql"
+NAMESPACE = "kueue-graphql-chart"
+RELEASE = "kg"
+SERVICE_ACCOUNT = f"{RELEASE}-kueue-graphql"
+POD_SECRETS = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    return build.ensure_built(build.HELM, Progress()) / "helm"
+
+
+def run_helm(
+    helm: Path, cluster: Cluster | None, *args: str, check: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    config = ["--kubeconfig", str(cluster.admin_kubeconfig)] if cluster else []
+    result = subprocess.run(
+        [str(helm), *config, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=stdin,
+        # helm keeps its cache and config under $HOME unless told otherwise.
+        env={**os.environ, "HELM_CACHE_HOME": tempfile.gettempdir() + "/kueue-graphql-helm"},
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+@dataclass(frozen=True)
+class Release:
+    namespace: str
+    service_account: str
+
+
+@pytest.fixture(scope="session")
+def release(helm: Path, cluster: Cluster) -> Release:
+    """`helm install` of the chart (left installed: the next run upgrades it in place)."""
+    if cluster.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
+        cluster.kubectl("create", "namespace", NAMESPACE)
+    run_helm(helm, cluster, "upgrade", "--install", RELEASE, str(CHART), "--namespace", NAMESPACE)
+    return Release(NAMESPACE, SERVICE_ACCOUNT)
+
+
+def token_kubeconfig(cluster: Cluster, token: str, directory: Path, name: str) -> Path:
+    """A kubeconfig for a bearer token (e.g. a ServiceAccount's), for kubectl."""
+    config = yaml.safe_load(cluster.kubeconfig("nobody").read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path = directory / f"{name}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+@dataclass
+class InClusterServer:
+    url: str
+    process: subprocess.Popen[str]
+    log: Path
+
+    async def query(
+        self, query: str, variables: dict[str, Any] | None = None, *, token: str | None
+    ) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx.AsyncClient(base_url=self.url, timeout=30) as http:
+            response = await http.post(
+                "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+            )
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+    def readyz(self) -> httpx.Response:
+        return httpx.get(self.url + "/readyz", timeout=10)
+
+
+def start_in_cluster(
+    cluster: Cluster, token: str, namespace: str, workdir: Path, *extra_args: str
+) -> InClusterServer:
+    """`kueue-graphql serve --in-cluster` as a pod runs it: KUBERNETES_SERVICE_HOST/PORT, and the
+    token, CA and namespace at /var/run/secrets/kubernetes.io/serviceaccount, bind-mounted in a
+    private mount namespace (the machine's own path is left untouched)."""
+    secrets = workdir / "serviceaccount"
+    secrets.mkdir()
+    (secrets / "token").write_text(token)
+    (secrets / "ca.crt").write_bytes(cluster.ca_file.read_bytes())
+    (secrets / "namespace").write_text(namespace)
+    POD_SECRETS.mkdir(parents=True, exist_ok=True)
+    api = urlparse(cluster.api_url)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env.update(
+        {
+            "KUBERNETES_SERVICE_HOST": str(api.hostname),
+            "KUBERNETES_SERVICE_PORT": str(api.port),
+            # No kubeconfig anywhere: in-cluster configuration is the only way in.
+            "HOME": str(workdir),
+        }
+    )
+    serve = [sys.executable, "-m", "kueue_graphql.cli", "serve", "--in-cluster"]
+    serve += ["--port", str(port), *extra_args]
+    script = f"mount --bind {secrets} {POD_SECRETS} && exec {' '.join(serve)}"
+    log = workdir / "server.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+    server = InClusterServer(f"http://127.0.0.1:{port}", process, log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"in-cluster server exited:\n{log.read_text()}")
+        try:
+            server.readyz()
+            return server
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.kill()
+    raise AssertionError(f"in-cluster server did not listen:\n{log.read_text()}")
+
+
+def stop(server: InClusterServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture(scope="session")
+def chart_server(
+    cluster: Cluster, release: Release, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[InClusterServer]:
+    """The service running as the chart's ServiceAccount, in in-cluster mode."""
+    token = cluster.service_account_token(release.namespace, release.service_account)
+    server = start_in_cluster(
+        cluster, token, release.namespace, tmp_path_factory.mktemp("chart-sa")
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while server.readyz().status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert server.readyz().status_code == 200, server.readyz().text
+        yield server
+    finally:
+        stop(server)

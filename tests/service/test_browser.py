@@ -1,0 +1,333 @@
+"""The server as a browser meets it, in headless Chromium (Debian's, driven by Playwright):
+CORS from a page on another loopback origin, and GraphiQL never leaving the bearer token in
+localStorage. Also the access log (--log-format json), X-Request-Id and /metrics, since they
+need the same server process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.cluster.driver import Cluster
+from tests.service.conftest import free_port
+
+pytestmark = pytest.mark.cluster
+
+REPO = Path(__file__).resolve().parents[2]
+ASSETS = REPO / ".cache" / "graphiql-assets"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@dataclass
+class Process:
+    url: str
+    process: subprocess.Popen[str]
+    log: Path
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        lines = []
+        for line in self.log.read_text().splitlines():
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                pytest.fail(f"a log line that is not JSON: {line!r}")
+        return lines
+
+
+PAGE_PORT = free_port()
+ALLOWED_ORIGIN = f"http://127.0.0.1:{PAGE_PORT}"
+# The same page server, reached by another name: another origin, not on the allow list.
+REFUSED_ORIGIN = f"http://localhost:{PAGE_PORT}"
+
+
+@pytest.fixture(scope="module")
+def graphiql_assets() -> Path:
+    if not all(
+        (ASSETS / n).is_file() for n in ("graphiql-3.8.3.min.js", "react-18.2.0.production.min.js")
+    ):
+        subprocess.run(
+            [sys.executable, "scripts/fetch_graphiql_assets.py", str(ASSETS)], cwd=REPO, check=True
+        )
+    return ASSETS
+
+
+@pytest.fixture(scope="module")
+def served(
+    cluster: Cluster, graphiql_assets: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Process]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    command = [
+        sys.executable,
+        "-m",
+        "kueue_graphql.cli",
+        "serve",
+        "--kubeconfig",
+        str(cluster.server_kubeconfig),
+        "--port",
+        str(port),
+        "--log-format",
+        "json",
+        "--graphiql-assets",
+        str(graphiql_assets),
+        "--cors-allow-origin",
+        ALLOWED_ORIGIN,
+    ]
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, text=True, cwd=REPO
+        )
+    server = Process(f"http://127.0.0.1:{port}", process, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if httpx.get(server.url + "/readyz", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        yield server
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+PAGE = """<!doctype html><html><body><script>
+async function ask(url, token) {
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token},
+      body: JSON.stringify({query: "{ viewer { username } }"}),
+    });
+    return {status: response.status, requestId: response.headers.get("X-Request-Id"),
+            body: await response.json()};
+  } catch (error) {
+    return {blocked: String(error)};
+  }
+}
+</script></body></html>"""
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def page_server() -> Iterator[None]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", PAGE_PORT), _Page)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def test_a_page_on_an_allowed_origin_calls_the_api_with_its_token(
+    served: Process, page_server: None, browser: Any, cluster: Cluster
+) -> None:
+    page = browser.new_page()
+    page.goto(ALLOWED_ORIGIN + "/")
+    answer = page.evaluate(
+        "([url, token]) => ask(url, token)", [served.url + "/graphql", cluster.token("alice")]
+    )
+    page.close()
+    assert answer.get("status") == 200, answer
+    assert answer["body"]["data"]["viewer"]["username"] == "alice"
+    assert answer["requestId"], "X-Request-Id is exposed to the page"
+
+
+def test_a_page_on_another_origin_is_refused_by_the_browser(
+    served: Process, page_server: None, browser: Any, cluster: Cluster
+) -> None:
+    page = browser.new_page()
+    page.goto(REFUSED_ORIGIN + "/")
+    answer = page.evaluate(
+        "([url, token]) => ask(url, token)", [served.url + "/graphql", cluster.token("alice")]
+    )
+    page.close()
+    assert "blocked" in answer, answer
+
+
+def test_preflight_allows_authorization_only_for_listed_origins(served: Process) -> None:
+    ask = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type",
+    }
+    allowed = httpx.options(served.url + "/graphql", headers={"Origin": ALLOWED_ORIGIN, **ask})
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == ALLOWED_ORIGIN
+    assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
+    assert "access-control-allow-credentials" not in allowed.headers
+    refused = httpx.options(served.url + "/graphql", headers={"Origin": REFUSED_ORIGIN, **ask})
+    assert refused.status_code == 400
+    assert "access-control-allow-origin" not in refused.headers
+
+
+def test_graphiql_never_stores_the_token(served: Process, browser: Any, cluster: Cluster) -> None:
+    token = cluster.token("alice")
+    page = browser.new_page()
+    page.goto(served.url + "/graphql")
+    page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=30000)
+    page.evaluate(
+        "() => document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror"
+        ".setValue('query Me { viewer { username } }')"
+    )
+    page.get_by_role("button", name="Headers").click()
+    page.evaluate(
+        """(token) => {
+          const editors = [...document.querySelectorAll('.graphiql-editor-tool .CodeMirror')];
+          const visible = editors.filter((e) => e.offsetParent !== null);
+          visible[visible.length - 1].CodeMirror.setValue(
+            JSON.stringify({Authorization: 'Bearer ' + token}));
+        }""",
+        token,
+    )
+    page.click(".graphiql-execute-button")
+    page.wait_for_function(
+        "() => document.querySelector('.graphiql-response')?.innerText.includes('alice')",
+        timeout=30000,
+    )
+    page.wait_for_timeout(500)  # GraphiQL writes its state after the response
+    stored = page.evaluate("() => Object.fromEntries(Object.entries(window.localStorage))")
+    page.close()
+    # The query was stored (tabs and history are kept) ...
+    assert any("viewer { username }" in value for value in stored.values()), stored
+    # ... the token nowhere.
+    assert [key for key, value in stored.items() if token in value] == []
+    assert not [key for key in stored if "headers" in key.lower()]
+
+
+def test_one_json_access_line_per_request_with_its_request_id(
+    served: Process, cluster: Cluster
+) -> None:
+    token = cluster.token("grace")
+    response = httpx.post(
+        served.url + "/graphql",
+        json={"query": "query WhoAmI { viewer { username } }"},
+        headers={"Authorization": f"Bearer {token}", "X-Request-Id": "trace-abc.123"},
+    )
+    assert response.status_code == 200
+    assert response.headers["x-request-id"] == "trace-abc.123"
+    time.sleep(0.3)
+    (line,) = [entry for entry in served.log_lines() if entry.get("requestId") == "trace-abc.123"]
+    assert line["operationName"] == "WhoAmI"
+    assert line["operationType"] == "query"
+    assert line["outcome"] == "OK"
+    assert line["username"] == "grace"
+    assert line["apiCalls"] >= 1
+    assert line["durationMs"] > 0
+    assert token not in served.log.read_text()
+
+
+def test_a_request_id_is_generated_when_missing_or_unusable(
+    served: Process, cluster: Cluster
+) -> None:
+    token = cluster.token("alice")
+    plain = httpx.post(
+        served.url + "/graphql",
+        json={"query": "{ viewer { username } }"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    forged = httpx.post(
+        served.url + "/graphql",
+        json={"query": "{ viewer { username } }"},
+        headers={"Authorization": f"Bearer {token}", "X-Request-Id": 'x" injected=1 ' + "y" * 200},
+    )
+    generated = {plain.headers["x-request-id"], forged.headers["x-request-id"]}
+    assert all(len(rid) == 32 and rid.isalnum() for rid in generated)
+    assert len(generated) == 2
+    refused = httpx.post(served.url + "/graphql", json={"query": "{ viewer { username } }"})
+    assert refused.status_code == 401
+    time.sleep(0.3)
+    (line,) = [
+        e for e in served.log_lines() if e.get("requestId") == refused.headers["x-request-id"]
+    ]
+    assert line["outcome"] == "UNAUTHENTICATED"
+    assert line["username"] is None
+
+
+def _samples(served: Process) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(served.url + "/metrics").text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_metrics_parse_and_move_when_queries_run(served: Process, cluster: Cluster) -> None:
+    before = _samples(served)
+    token = cluster.token("alice")
+    for _ in range(3):
+        httpx.post(
+            served.url + "/graphql",
+            json={"query": '{ workloads(first: 5, namespace: "team-a") { nodes { name } } }'},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    httpx.post(
+        served.url + "/graphql",
+        json={"query": '{ workloads(first: 5, namespace: "team-b") { nodes { name } } }'},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    after = _samples(served)
+
+    def moved(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    assert moved("kueue_graphql_requests_total", operation_type="query", outcome="OK") == 3
+    assert moved("kueue_graphql_requests_total", operation_type="query", outcome="FORBIDDEN") == 1
+    assert (
+        moved("kueue_graphql_api_calls_total", verb="list", resource="workloads", status="200") >= 1
+    )
+    assert (
+        moved(
+            "kueue_graphql_api_calls_total",
+            verb="create",
+            resource="subjectaccessreviews",
+            status="201",
+        )
+        >= 1
+    )
+    assert moved("kueue_graphql_token_reviews_total", result="cache_hit") >= 3
+    assert moved("kueue_graphql_access_decisions_total", result="cache_hit") >= 2
+    assert moved("kueue_graphql_request_duration_seconds_count", operation_type="query") == 4
+    # No label value names a user, a namespace, an object or a token.
+    values = {value for (_, labels) in after for _, value in labels}
+    for secret in ("alice", "team-a", "team-b", token):
+        assert secret not in values

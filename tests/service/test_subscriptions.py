@@ -1,0 +1,382 @@
+"""Subscriptions over graphql-transport-ws against the real control plane, as several users."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from kueue_graphql.context import LiveLimits
+from tests.cluster.driver import Cluster
+from tests.service.conftest import Server, running_server
+from tests.service.live_client import Subscriber, subscriber
+
+pytestmark = pytest.mark.cluster
+
+# Short re-check interval, as a test server is allowed: revocation must show within it.
+TTL_SECONDS = 3.0
+
+DIAGNOSIS = """
+subscription Live($ns: String!, $kind: String!, $name: String!) {
+  diagnosis(namespace: $ns, kind: $kind, name: $name) {
+    stage layer summary
+    reasons { code }
+    quota { verdict }
+    workload { name }
+  }
+}
+"""
+
+SCENARIO = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq-live-1cpu}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: standard
+      resources:
+      - {name: cpu, nominalQuota: "1"}
+      - {name: memory, nominalQuota: 4Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq-live, namespace: team-a}
+spec: {clusterQueue: cq-live-1cpu}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: live-watcher, namespace: team-a}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: live-watcher-tenant-reader, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kueue-graphql-tenant-reader}
+subjects:
+- {kind: ServiceAccount, name: live-watcher, namespace: team-a}
+"""
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: live-quota-held
+  namespace: team-a
+  labels: {kueue.x-k8s.io/queue-name: lq-live}
+spec:
+  parallelism: 1
+  completions: 1
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.invalid/kueue-graphql/sleep:never-pulled
+        command: [sleep, "3600"]
+        resources:
+          requests: {cpu: "2", memory: "256Mi"}
+          limits: {cpu: "2", memory: "256Mi"}
+"""
+
+
+def _apply(cluster: Cluster, manifest: str) -> None:
+    subprocess.run(
+        [
+            str(cluster.kubectl_bin),
+            "--kubeconfig",
+            str(cluster.admin_kubeconfig),
+            "apply",
+            "-f",
+            "-",
+        ],
+        input=manifest,
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+
+
+SCENARIO_OBJECTS = (
+    ("job", "live-quota-held", "-n", "team-a"),
+    ("localqueue", "lq-live", "-n", "team-a"),
+    ("clusterqueue", "cq-live-1cpu"),
+    ("rolebinding", "live-watcher-tenant-reader", "-n", "team-a"),
+    ("serviceaccount", "live-watcher", "-n", "team-a"),
+)
+
+
+def _delete_scenario(cluster: Cluster, *, wait: bool) -> None:
+    # No kubelet: a deleted Pod stays Terminating until it is removed by force.
+    cluster.kubectl(
+        "delete",
+        "pods",
+        "-n",
+        "team-a",
+        "-l",
+        "job-name=live-quota-held",
+        "--force",
+        "--grace-period=0",
+        "--ignore-not-found",
+        check=False,
+    )
+    for args in SCENARIO_OBJECTS:
+        cluster.kubectl(
+            "delete",
+            *args,
+            "--ignore-not-found",
+            f"--wait={str(wait).lower()}",
+            "--cascade=foreground" if wait else "--cascade=background",
+            check=False,
+        )
+
+
+@pytest.fixture(scope="module")
+def scenario(cluster: Cluster) -> Iterator[None]:
+    # A fresh quota-held Job on its own 1-CPU ClusterQueue, whatever an earlier run left.
+    _delete_scenario(cluster, wait=True)
+    _apply(cluster, SCENARIO)
+    yield
+    _delete_scenario(cluster, wait=False)
+
+
+@pytest.fixture(scope="module")
+async def live_server(service_kubeconfig: Any) -> AsyncIterator[Server]:
+    async with running_server(
+        service_kubeconfig,
+        token_cache_ttl_seconds=TTL_SECONDS,
+        authz_cache_ttl_seconds=TTL_SECONDS,
+        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, per_connection=3),
+    ) as started:
+        yield started
+
+
+async def next_message(sub: Subscriber, seconds: float) -> dict[str, Any]:
+    return await asyncio.wait_for(sub.receive(), seconds)
+
+
+async def until_stage(sub: Subscriber, stage: str, seconds: float) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    seen: list[str] = []
+    while True:
+        try:
+            message = await next_message(sub, max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            raise AssertionError(f"no {stage} within {seconds} s; pushed: {seen}") from None
+        assert message["type"] == "next", message
+        assert "errors" not in message["payload"], message
+        diagnosis = message["payload"]["data"]["diagnosis"]
+        seen.append(f"{diagnosis['stage']}: {diagnosis['summary']}")
+        if diagnosis["stage"] == stage:
+            return diagnosis
+
+
+def set_pod_running(cluster: Cluster, namespace: str, job: str) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        pods = cluster.get_json("pods", "-n", namespace, "-l", f"job-name={job}")["items"]
+        bound = [
+            p
+            for p in pods
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+        ]
+        if bound:
+            break
+        assert time.monotonic() < deadline, "the Pod was never bound to a Node"
+        time.sleep(0.5)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for pod in bound:
+        container = pod["spec"]["containers"][0]
+        status = {
+            "status": {
+                "phase": "Running",
+                "startTime": now,
+                "conditions": [
+                    {"type": t, "status": "True", "lastTransitionTime": now}
+                    for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+                ],
+                "containerStatuses": [
+                    {
+                        "name": container["name"],
+                        "image": container["image"],
+                        "imageID": "",
+                        "ready": True,
+                        "restartCount": 0,
+                        "started": True,
+                        "state": {"running": {"startedAt": now}},
+                    }
+                ],
+            }
+        }
+        cluster.kubectl(
+            "patch",
+            "pod",
+            pod["metadata"]["name"],
+            "-n",
+            namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(status),
+        )
+
+
+async def test_quota_raise_pushes_admitted_then_running(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    _apply(cluster, JOB)
+    variables = {"ns": "team-a", "kind": "Job", "name": "live-quota-held"}
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", DIAGNOSIS, variables)
+        held = await until_stage(sub, "WAITING_FOR_QUOTA_RESERVATION", 30)
+        # The same verdict a query gives alice.
+        queried = await live_server.query(
+            'query($ns: String!, $name: String!) { diagnose(namespace: $ns, kind: "Job", '
+            "name: $name) { stage quota { verdict } } }",
+            {"ns": "team-a", "name": "live-quota-held"},
+            token=cluster.token("alice"),
+        )
+        assert queried["data"]["diagnose"]["stage"] == held["stage"]
+        assert held["quota"]["verdict"] == queried["data"]["diagnose"]["quota"]["verdict"]
+
+        cluster.kubectl(
+            "patch",
+            "clusterqueue",
+            "cq-live-1cpu",
+            "--type=json",
+            "-p",
+            json.dumps(
+                [
+                    {
+                        "op": "replace",
+                        "path": "/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota",
+                        "value": "4",
+                    }
+                ]
+            ),
+        )
+        changed = time.monotonic()
+        admitted = await until_stage(sub, "ADMITTED_PODS_PENDING", 10)
+        assert time.monotonic() - changed < 10
+        workload = cluster.get_json("workloads", "-n", "team-a", user="alice")["items"]
+        ours = [w for w in workload if w["metadata"]["name"] == admitted["workload"]["name"]]
+        conditions = {c["type"]: c["status"] for c in ours[0]["status"]["conditions"]}
+        assert conditions.get("Admitted") == "True", conditions
+
+        set_pod_running(cluster, "team-a", "live-quota-held")
+        changed = time.monotonic()
+        await until_stage(sub, "RUNNING", 10)
+        assert time.monotonic() - changed < 10
+
+
+async def test_another_namespace_is_forbidden_and_nothing_else(
+    live_server: Server, cluster: Cluster
+) -> None:
+    bob_workload = cluster.get_json("workloads", "-n", "team-b")["items"][0]["metadata"]["name"]
+    assert cluster.kubectl("get", "workloads", "-n", "team-b", user="alice", check=False).returncode
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe(
+            "1", DIAGNOSIS, {"ns": "team-b", "kind": "Workload", "name": bob_workload}
+        )
+        message = await next_message(sub, 10)
+        assert message["type"] == "next", message
+        assert message["payload"]["data"] is None
+        assert [e["extensions"]["code"] for e in message["payload"]["errors"]] == ["FORBIDDEN"]
+        assert (await next_message(sub, 10))["type"] == "complete"
+
+
+async def test_rolebinding_removed_mid_stream_ends_it(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    _apply(cluster, JOB)
+    token = cluster.service_account_token("team-a", "live-watcher")
+    variables = {"ns": "team-a", "kind": "Job", "name": "live-quota-held"}
+    async with subscriber(live_server.url, token) as sub:
+        await sub.subscribe("1", DIAGNOSIS, variables)
+        first = await next_message(sub, 30)
+        assert first["type"] == "next", first
+        assert "errors" not in first["payload"], first
+        cluster.kubectl("delete", "rolebinding", "live-watcher-tenant-reader", "-n", "team-a")
+        revoked = time.monotonic()
+        while True:
+            message = await next_message(sub, 3 * TTL_SECONDS + 5)
+            if message["type"] == "next" and "errors" not in message["payload"]:
+                continue  # a change pushed before the revocation was seen
+            break
+        elapsed = time.monotonic() - revoked
+        codes = [e["extensions"]["code"] for e in message["payload"]["errors"]]
+        assert codes == ["FORBIDDEN"], message
+        # Re-check interval + authorization cache TTL, plus a recompute.
+        assert elapsed < 2 * TTL_SECONDS + 3, elapsed
+
+
+async def test_connection_without_valid_token_is_refused(live_server: Server) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    url = live_server.url.replace("http://", "ws://") + "/graphql"
+    async with connect(url, subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
+        await socket.send(
+            json.dumps({"type": "connection_init", "payload": {"Authorization": "Bearer nope"}})
+        )
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(socket.recv(), 10)
+        assert closed.value.rcvd is not None
+        assert closed.value.rcvd.code == 4403
+
+
+async def test_per_connection_cap(live_server: Server, cluster: Cluster, scenario: None) -> None:
+    _apply(cluster, JOB)
+    variables = {"ns": "team-a", "kind": "Job", "name": "live-quota-held"}
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        for op in ("1", "2", "3"):
+            await sub.subscribe(op, DIAGNOSIS, variables)
+            first = await next_message(sub, 30)
+            assert first["type"] == "next", first
+            assert "errors" not in first["payload"], first
+        await sub.subscribe("4", DIAGNOSIS, variables)
+        refused = await next_message(sub, 30)
+        assert refused["id"] == "4"
+        assert [e["extensions"]["code"] for e in refused["payload"]["errors"]] == ["BAD_REQUEST"]
+    # Closing the client freed its slots.
+    await asyncio.sleep(0.5)
+    assert live_server.app.state.services.live.total == 0
+
+
+async def test_tasks_freed_when_clients_close(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    """A bounded, short version of benchmarks/subscriptions.py: the server runs in this
+    process, so its tasks are counted directly."""
+    _apply(cluster, JOB)
+    variables = {"ns": "team-a", "kind": "Job", "name": "live-quota-held"}
+    await asyncio.sleep(0.5)
+    before = len(asyncio.all_tasks())
+    async with contextlib.AsyncExitStack() as stack:
+        subs = [
+            await stack.enter_async_context(subscriber(live_server.url, cluster.token("alice")))
+            for _ in range(6)
+        ]
+        for sub in subs:
+            for op in ("1", "2", "3"):
+                await sub.subscribe(op, DIAGNOSIS, variables)
+        for sub in subs:
+            for _ in range(3):
+                assert (await next_message(sub, 30))["type"] == "next"
+        assert live_server.app.state.services.live.total == 18
+        # Each subscription holds at least its operation task and one watch task.
+        assert len(asyncio.all_tasks()) >= before + 18 * 2
+    for _ in range(50):
+        if len(asyncio.all_tasks()) <= before:
+            break
+        await asyncio.sleep(0.1)
+    assert len(asyncio.all_tasks()) <= before
+    assert live_server.app.state.services.live.total == 0
