@@ -24,6 +24,7 @@ from kueue_graphql.http.graphiql import GraphiQLAssetsError
 from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
+from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
 
@@ -237,6 +238,14 @@ def _parser() -> argparse.ArgumentParser:
         default=float(_env("authz_deny_cache_ttl", "2") or 0),
         help="how long a denied access decision is reused (at most --authz-cache-ttl)",
     )
+    serve.add_argument(
+        "--quota-disclosure",
+        choices=[level.value for level in QuotaDisclosure],
+        default=_env("quota_disclosure", QuotaDisclosure.NONE.value),
+        help="none (default): ClusterQueue figures only for callers who may read the "
+        "ClusterQueue; verdict: whatIf verdicts for callers who may get one of its LocalQueues; "
+        "quota: also its quota, usage and headroom (read under the service's own identity)",
+    )
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
 
@@ -346,6 +355,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             deadline_seconds=args.request_timeout,
             max_page_size=args.max_page_size,
         ),
+        quota_disclosure=QuotaDisclosure(args.quota_disclosure),
     )
 
 

@@ -17,6 +17,7 @@ from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.lookups import ApiServerReader, KueueReader
+from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, ServiceQuotaReads
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class RequestContext:
     meter: ApiCallMeter
     identity: LazyIdentity
     limits: RequestLimits
+    disclosure: DisclosurePolicy = field(default_factory=DisclosurePolicy)
     operation: Operation = field(default_factory=Operation)
     # WebSocket connections only: strawberry puts connection_init's payload here, `renew` makes
     # the fresh per-message context of a subscription, `live` holds the subscription caps.
@@ -83,12 +85,24 @@ class RequestContext:
         authenticate: Callable[[ApiCallMeter], Awaitable[Identity]],
         impersonate: bool,
         limits: RequestLimits,
+        quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE,
     ) -> RequestContext:
         meter = ApiCallMeter(
             budget=limits.api_call_budget, deadline=time.monotonic() + limits.deadline_seconds
         )
         identity = LazyIdentity(lambda: authenticate(meter))
         reads = ApiServerReader(client, authorizer, identity, impersonate=impersonate, meter=meter)
+        # The service reads as itself only when an admin turned the disclosure policy on.
+        disclosure = (
+            DisclosurePolicy(quota_disclosure, ServiceQuotaReads(client, meter))
+            if quota_disclosure is not QuotaDisclosure.NONE
+            else DisclosurePolicy()
+        )
         return cls(
-            reads=reads, meter=meter, identity=identity, limits=limits, impersonate=impersonate
+            reads=reads,
+            meter=meter,
+            identity=identity,
+            limits=limits,
+            impersonate=impersonate,
+            disclosure=disclosure,
         )

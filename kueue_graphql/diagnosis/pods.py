@@ -315,3 +315,9 @@ def _runtime_reason(pod: KubeObject) -> Reason:
         source=ReasonSource.OBJECT,
         object=ObjectRef(kind="Node", name=node, api_version="v1"),
     )
+
+
+# The what-if flavor check (diagnosis.whatif) matches tolerations and node selector terms the
+# same way, so it uses these two rather than a copy.
+tolerates = _tolerates
+expression_matches = _expression_matches

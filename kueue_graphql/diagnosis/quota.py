@@ -19,7 +19,7 @@ cohort figures unknown rather than wrong.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from kueue_graphql.diagnosis.model import (
@@ -38,7 +38,10 @@ __all__ = [
     "FlavorResource",
     "assess_quota",
     "candidate_flavors",
+    "cohort_tree",
     "overall_verdict",
+    "quota_line",
+    "quotas_of",
 ]
 
 FlavorResource = tuple[str, str]
@@ -249,6 +252,102 @@ def _assigned(requests: Sequence[PodSetRequest]) -> dict[FlavorResource, Fractio
     return out
 
 
+def cohort_tree(
+    cluster_queue: KubeObject,
+    cluster_queues: Sequence[KubeObject] | None,
+    cohorts: Sequence[KubeObject] | None,
+) -> CohortTree | None:
+    """The tree the ClusterQueue's arithmetic needs; None when cohort members are unreadable.
+
+    `cluster_queues` / `cohorts` are None when the caller may not list them.
+    """
+    cq_name = name(cluster_queue)
+    cohort_name = text(cluster_queue, "spec", "cohortName") or text(cluster_queue, "spec", "cohort")
+    if cohort_name is None:
+        return CohortTree([cluster_queue], [])
+    if cluster_queues is None or cohorts is None:
+        return None
+    others = [cq for cq in cluster_queues if name(cq) != cq_name]
+    return CohortTree([*others, cluster_queue], cohorts)
+
+
+def quota_line(
+    cluster_queue: KubeObject,
+    tree: CohortTree | None,
+    fr: FlavorResource,
+    requested: Fraction,
+    *,
+    holds_reservation: bool = False,
+) -> QuotaLine:
+    """`requested` of one (flavor, resource) against the ClusterQueue and its cohort, now.
+
+    NEVER_FITS above what the queue could ever get (Kueue's PotentialAvailable, "maximum
+    capacity"), FITS_NOW within what is unused now (Available), MUST_WAIT in between; UNKNOWN
+    when cohort members could not be read (tree None) and the queue's own figures cannot decide.
+    """
+    cq_name = name(cluster_queue)
+    cohort_name = text(cluster_queue, "spec", "cohortName") or text(cluster_queue, "spec", "cohort")
+    flavor, res = fr
+    quota = quotas_of(cluster_queue).get(fr)
+    nominal = quota.nominal if quota else ZERO
+    reserved_now, borrowed = _usage(cluster_queue, "flavorsReservation").get(fr, (ZERO, ZERO))
+    used_now, _ = _usage(cluster_queue, "flavorsUsage").get(fr, (ZERO, ZERO))
+    if tree is not None and quota is not None:
+        maximum: Fraction | None = tree.potential_available(cq_name, fr)
+        available: Fraction | None = tree.available(cq_name, fr)
+    elif quota is None:
+        maximum, available = ZERO, ZERO
+    else:
+        maximum, available = None, None
+        if quota.borrowing_limit is not None:
+            maximum = nominal + quota.borrowing_limit  # an upper bound of Kueue's figure
+    cohort_can_lend: Fraction | None = None
+    if available is not None and cohort_name is not None:
+        cohort_can_lend = max(ZERO, available - max(ZERO, nominal - reserved_now))
+    limited_by: str | None = None
+    if holds_reservation:
+        verdict = Verdict.FITS_NOW
+    elif maximum is not None and requested > maximum:
+        verdict = Verdict.NEVER_FITS
+        limited_by = (
+            "BORROWING_LIMIT"
+            if quota and quota.borrowing_limit is not None
+            else ("NOMINAL_QUOTA" if cohort_name is None else "COHORT")
+        )
+    elif available is None:
+        verdict = Verdict.UNKNOWN
+    elif requested <= available:
+        verdict = Verdict.FITS_NOW
+    else:
+        verdict = Verdict.MUST_WAIT
+        if tree is not None and tree.borrowing_limit_binds(cq_name, fr):
+            limited_by = "BORROWING_LIMIT"
+        elif cohort_name is not None and requested > nominal - reserved_now:
+            limited_by = "COHORT"
+        else:
+            limited_by = "NOMINAL_QUOTA"
+    if quota is None and not holds_reservation:
+        limited_by = "NOT_IN_CLUSTER_QUEUE"
+    return QuotaLine(
+        flavor=flavor,
+        resource=res,
+        requested=requested,
+        nominal_quota=nominal,
+        borrowing_limit=quota.borrowing_limit if quota else None,
+        lending_limit=quota.lending_limit if quota else None,
+        reserved=reserved_now,
+        used=used_now,
+        borrowed=borrowed,
+        cohort=cohort_name,
+        cohort_can_lend=cohort_can_lend,
+        maximum_capacity=maximum,
+        available_now=available,
+        verdict=verdict,
+        limited_by=limited_by,
+        counts_this_workload=holds_reservation,
+    )
+
+
 def assess_quota(
     *,
     cluster_queue: KubeObject,
@@ -263,19 +362,7 @@ def assess_quota(
     `cluster_queues` / `cohorts` are None when the caller may not list them: then lines
     still carry the ClusterQueue's own figures and cohort figures stay unknown.
     """
-    cq_name = name(cluster_queue)
-    cohort_name = text(cluster_queue, "spec", "cohortName") or text(cluster_queue, "spec", "cohort")
-    quotas = quotas_of(cluster_queue)
-    reserved = _usage(cluster_queue, "flavorsReservation")
-    used = _usage(cluster_queue, "flavorsUsage")
-
-    tree: CohortTree | None = None
-    cq_list = [cq for cq in (cluster_queues or []) if name(cq) != cq_name] + [cluster_queue]
-    if cohort_name is None:
-        tree = CohortTree([cluster_queue], [])
-    elif cluster_queues is not None and cohorts is not None:
-        tree = CohortTree(cq_list, cohorts)
-
+    tree = cohort_tree(cluster_queue, cluster_queues, cohorts)
     if holds_reservation:
         wanted = _assigned(requests)
     else:
@@ -284,75 +371,15 @@ def assess_quota(
             flavors = candidate_flavors(cluster_queue, res) or [""]
             for flavor in flavors:
                 wanted[(flavor, res)] = value
-
-    lines: list[QuotaLine] = []
-    for (flavor, res), requested in sorted(wanted.items()):
-        quota = quotas.get((flavor, res))
-        nominal = quota.nominal if quota else ZERO
-        reserved_now, borrowed = reserved.get((flavor, res), (ZERO, ZERO))
-        used_now, _ = used.get((flavor, res), (ZERO, ZERO))
-        fr = (flavor, res)
-        if tree is not None and quota is not None:
-            maximum: Fraction | None = tree.potential_available(cq_name, fr)
-            available: Fraction | None = tree.available(cq_name, fr)
-        elif quota is None:
-            maximum, available = ZERO, ZERO
-        else:
-            maximum, available = None, None
-            if quota.borrowing_limit is not None:
-                maximum = nominal + quota.borrowing_limit  # an upper bound of Kueue's figure
-        cohort_can_lend: Fraction | None = None
-        if available is not None and cohort_name is not None:
-            cohort_can_lend = max(ZERO, available - max(ZERO, nominal - reserved_now))
-        limited_by: str | None = None
-        if holds_reservation:
-            verdict = Verdict.FITS_NOW
-        elif maximum is not None and requested > maximum:
-            verdict = Verdict.NEVER_FITS
-            limited_by = (
-                "BORROWING_LIMIT"
-                if quota and quota.borrowing_limit is not None
-                else ("NOMINAL_QUOTA" if cohort_name is None else "COHORT")
-            )
-        elif available is None:
-            verdict = Verdict.UNKNOWN
-        elif requested <= available:
-            verdict = Verdict.FITS_NOW
-        else:
-            verdict = Verdict.MUST_WAIT
-            if tree is not None and tree.borrowing_limit_binds(cq_name, fr):
-                limited_by = "BORROWING_LIMIT"
-            elif cohort_name is not None and requested > nominal - reserved_now:
-                limited_by = "COHORT"
-            else:
-                limited_by = "NOMINAL_QUOTA"
-        if quota is None and not holds_reservation:
-            limited_by = "NOT_IN_CLUSTER_QUEUE"
-        if queue_inactive and not holds_reservation and verdict is not Verdict.NEVER_FITS:
-            verdict = Verdict.QUEUE_INACTIVE
-        lines.append(
-            QuotaLine(
-                flavor=flavor,
-                resource=res,
-                requested=requested,
-                nominal_quota=nominal,
-                borrowing_limit=quota.borrowing_limit if quota else None,
-                lending_limit=quota.lending_limit if quota else None,
-                reserved=reserved_now,
-                used=used_now,
-                borrowed=borrowed,
-                cohort=cohort_name,
-                cohort_can_lend=cohort_can_lend,
-                maximum_capacity=maximum,
-                available_now=available,
-                verdict=verdict,
-                limited_by=limited_by,
-                counts_this_workload=holds_reservation,
-            )
-        )
+    lines = []
+    for fr, requested in sorted(wanted.items()):
+        line = quota_line(cluster_queue, tree, fr, requested, holds_reservation=holds_reservation)
+        if queue_inactive and not holds_reservation and line.verdict is not Verdict.NEVER_FITS:
+            line = replace(line, verdict=Verdict.QUEUE_INACTIVE)
+        lines.append(line)
     return QuotaReport(
         visibility=Visibility.AVAILABLE,
-        cluster_queue=cq_name,
+        cluster_queue=name(cluster_queue),
         lines=tuple(lines),
         verdict=overall_verdict(lines, cluster_queue),
         detail=""

@@ -22,6 +22,7 @@ from kueue_graphql.graph.priorityclass import WorkloadPriorityClassQuery
 from kueue_graphql.graph.resourceflavor import ResourceFlavorQuery
 from kueue_graphql.graph.topology import TopologyQuery
 from kueue_graphql.graph.viewer import ViewerQuery
+from kueue_graphql.graph.whatif import WhatIfQuery
 from kueue_graphql.graph.workload import WorkloadQuery
 
 ROOT_FIELD_GROUPS: tuple[type, ...] = (
@@ -40,6 +41,7 @@ ROOT_FIELD_GROUPS: tuple[type, ...] = (
     NodeQuery,
     NamespaceQuery,
     DiagnosisQuery,
+    WhatIfQuery,
 )
 
 Query = merge_types("Query", ROOT_FIELD_GROUPS)

@@ -268,6 +268,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
             authenticate=authenticate,
             impersonate=services.authenticator.impersonates,
             limits=self.settings.request_limits,
+            quota_disclosure=self.settings.quota_disclosure,
         )
 
     async def on_ws_connect(self, context: RequestContext) -> UnsetType | None | dict[str, object]:

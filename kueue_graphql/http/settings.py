@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits
+from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
 
 class AuthMode(StrEnum):
@@ -48,4 +49,6 @@ class ServerSettings:
     max_operation_name_length: int = 128
     query_limits: QueryLimits = field(default_factory=QueryLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
+    # Off by default: see kueue_graphql/lookups/disclosure.py and docs/service.md.
+    quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE
     live_limits: LiveLimits = field(default_factory=LiveLimits)

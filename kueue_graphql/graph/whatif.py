@@ -1,0 +1,337 @@
+"""The root `whatIf`: would these Pods fit this LocalQueue now, and in which flavor?
+
+Nothing is created. The input is loaded by `kueue_graphql.lookups.whatif` (the LocalQueue as the
+caller; the ClusterQueue as the caller, or under the quota disclosure policy as the service),
+the pure `kueue_graphql.diagnosis.whatif` reaches Kueue's verdict, and the types here only
+translate it.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import strawberry
+
+from kueue_graphql.core.errors import BadRequestError
+from kueue_graphql.diagnosis import Verdict
+from kueue_graphql.diagnosis import whatif as wi
+from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
+from kueue_graphql.graph.common import Info, field, reads
+from kueue_graphql.graph.diagnosis import DiagnosisAmount, DiagnosisReason, QuotaLine
+from kueue_graphql.graph.localqueue import LocalQueue
+from kueue_graphql.lookups.disclosure import NumbersSource
+from kueue_graphql.lookups.whatif import job_pod_sets, load_what_if
+
+__all__ = ["WHAT_IF_QUERY", "WhatIf", "WhatIfQuery"]
+
+strawberry.enum(
+    NumbersSource,
+    name="QuotaNumbersSource",
+    description="Where an answer's ClusterQueue figures come from: the caller's own RBAC, the "
+    "service's quota disclosure policy, or nowhere (not shown).",
+)
+
+# Kueue v0.17 validates at most 8 pod sets per Workload (apis/kueue/v1beta2 PodSets MaxItems).
+MAX_POD_SETS = 8
+MAX_COUNT = 100_000
+
+
+@strawberry.input(description='One resource per Pod, e.g. {resource: "cpu", quantity: "500m"}.')
+class ResourceRequestInput:
+    resource: str
+    quantity: str
+
+
+@strawberry.input(description="A node label the Pods select: `nodeSelector` entry key=value.")
+class NodeSelectorInput:
+    key: str
+    value: str
+
+
+@strawberry.input(description="A Pod toleration, as in `spec.tolerations`.")
+class TolerationInput:
+    key: str | None = None
+    operator: str | None = None
+    value: str | None = None
+    effect: str | None = None
+
+
+@strawberry.input(
+    description="A pod set of the Workload-to-be: `count` Pods, each asking `requests`."
+)
+class WhatIfPodSetInput:
+    requests: list[ResourceRequestInput]
+    count: int = 1
+    name: str = "main"
+    node_selector: list[NodeSelectorInput] | None = None
+    tolerations: list[TolerationInput] | None = None
+
+
+@strawberry.input(description="An existing object by namespace and name.")
+class ObjectNameInput:
+    namespace: str
+    name: str
+
+
+@strawberry.type(description="An amount of one resource, exact.")
+class ResourceAmount:
+    resource: str
+    quantity: str
+    amount: Decimal
+
+    @classmethod
+    def of(cls, resource: str, value: Fraction) -> ResourceAmount:
+        exact = DiagnosisAmount.of(value, resource)
+        return cls(resource=resource, quantity=exact.quantity, amount=exact.amount)
+
+
+@strawberry.type(
+    description="One flavor Kueue would try, in order, and why it does or does not fit."
+)
+class WhatIfFlavorAttempt:
+    flavor: str
+    verdict: Verdict
+    borrows: bool
+    reasons: list[str] = strawberry.field(description="Kueue's words; empty when it fits now.")
+
+
+@strawberry.type(description="One resource group of one pod set: the flavor Kueue would assign.")
+class WhatIfResourceGroup:
+    pod_set: str
+    resources: list[str]
+    flavor: str | None = strawberry.field(
+        description="FITS_NOW: the flavor assigned now. MUST_WAIT: the first flavor waiting can "
+        "give. Null when none can."
+    )
+    verdict: Verdict
+    limited_by: str | None
+    borrows: bool = strawberry.field(description="Fits only by borrowing from the cohort.")
+    may_preempt: bool = strawberry.field(
+        description="Kueue would try to preempt lower-priority Workloads (not simulated here)."
+    )
+    attempts: list[WhatIfFlavorAttempt]
+
+
+@strawberry.type(description="A pod set as Kueue would count it.")
+class WhatIfPodSet:
+    name: str
+    count: int
+    requests: list[ResourceAmount] = strawberry.field(description="Per Pod.")
+    total_requests: list[ResourceAmount] = strawberry.field(description="Per Pod x count.")
+    resource_groups: list[WhatIfResourceGroup]
+
+
+@strawberry.type(
+    description="Kueue's decision for a Workload that does not exist yet: NEVER_FITS, FITS_NOW, "
+    "MUST_WAIT (or UNKNOWN when the ClusterQueue may not be read and the disclosure policy is "
+    "off), the limiting factor, and what to change."
+)
+class WhatIf:
+    result: strawberry.Private[wi.WhatIfResult]
+    source: strawberry.Private[NumbersSource]
+    namespace: strawberry.Private[str]
+
+    @strawberry.field
+    def verdict(self) -> Verdict:
+        return self.result.verdict
+
+    @field(
+        description="NOMINAL_QUOTA, BORROWING_LIMIT, COHORT, NOT_IN_CLUSTER_QUEUE, FLAVOR_TAINT, "
+        "FLAVOR_NODE_AFFINITY, FLAVOR_NOT_FOUND, LOCAL_QUEUE_STOPPED, CLUSTER_QUEUE_STOPPED, "
+        "CLUSTER_QUEUE_NOT_FOUND, CLUSTER_QUEUE_INACTIVE, NAMESPACE_NOT_SELECTED, NOT_DISCLOSED."
+    )
+    def limited_by(self) -> str | None:
+        return self.result.limited_by
+
+    @strawberry.field
+    def summary(self) -> str:
+        return self.result.summary
+
+    @strawberry.field
+    def local_queue(self) -> LocalQueue:
+        return LocalQueue.ref(self.result.local_queue, self.namespace)
+
+    @field(description="The ClusterQueue's name (from the LocalQueue), not the object.")
+    def cluster_queue_name(self) -> str | None:
+        return self.result.cluster_queue
+
+    @field(description="Where the ClusterQueue figures (and the verdict's basis) come from.")
+    def numbers_from(self) -> NumbersSource:
+        if self.source is NumbersSource.DISCLOSURE_POLICY or self.result.numbers_shown:
+            return self.source
+        return NumbersSource.NONE
+
+    @field(description="Why figures are missing or partial; empty when all are shown.")
+    def detail(self) -> str:
+        return self.result.detail
+
+    @strawberry.field
+    def pod_sets(self) -> list[WhatIfPodSet]:
+        return [
+            WhatIfPodSet(
+                name=o.name,
+                count=o.count,
+                requests=[ResourceAmount.of(r, v) for r, v in sorted(o.per_pod.items())],
+                total_requests=[ResourceAmount.of(r, v) for r, v in sorted(o.total.items())],
+                resource_groups=[
+                    WhatIfResourceGroup(
+                        pod_set=g.pod_set,
+                        resources=list(g.resources),
+                        flavor=g.flavor,
+                        verdict=g.verdict,
+                        limited_by=g.limited_by,
+                        borrows=g.borrows,
+                        may_preempt=g.may_preempt,
+                        attempts=[
+                            WhatIfFlavorAttempt(
+                                flavor=a.flavor,
+                                verdict=a.verdict,
+                                borrows=a.borrows,
+                                reasons=list(a.reasons),
+                            )
+                            for a in g.attempts
+                        ],
+                    )
+                    for g in o.groups
+                ],
+            )
+            for o in self.result.pod_sets
+        ]
+
+    @field(
+        description="Per (flavor, resource): requested against nominal quota, limits, usage, "
+        "headroom and maximum capacity. Empty when figures are not shown (`numbersFrom: NONE`, "
+        "or the disclosure policy at `verdict`)."
+    )
+    def quota(self) -> list[QuotaLine]:
+        return [QuotaLine.of(line) for line in self.result.lines]
+
+    @field(description="The reasons as a diagnosis would show them once submitted.")
+    def reasons(self) -> list[DiagnosisReason]:
+        return [DiagnosisReason.of(r) for r in self.result.reasons]
+
+    @field(description="The QuotaReserved=False message Kueue would write; null when it admits.")
+    def kueue_message(self) -> str | None:
+        return self.result.kueue_message
+
+    @field(description="Admission checks that decide after the quota reservation.")
+    def admission_checks(self) -> list[str]:
+        return list(self.result.admission_checks)
+
+    @strawberry.field
+    def next_steps(self) -> list[str]:
+        return list(self.result.next_steps)
+
+
+def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
+    """Checked before any API call: a bad request costs nothing."""
+    if not inputs:
+        raise BadRequestError("podSets: give at least one pod set (or fromJob)")
+    if len(inputs) > MAX_POD_SETS:
+        raise BadRequestError(f"podSets: at most {MAX_POD_SETS} pod sets (Kueue's limit)")
+    names = [p.name for p in inputs]
+    if len(set(names)) != len(names):
+        raise BadRequestError("podSets: names must be unique")
+    out = []
+    for ps in inputs:
+        if not 1 <= ps.count <= MAX_COUNT:
+            raise BadRequestError(f"podSets[{ps.name}].count must be 1..{MAX_COUNT}")
+        per_pod: dict[str, Fraction] = {}
+        for request in ps.requests:
+            if not request.resource or request.resource in per_pod:
+                raise BadRequestError(f"podSets[{ps.name}]: empty or repeated resource name")
+            try:
+                value = parse_quantity(request.quantity)
+            except QuantityError as error:
+                raise BadRequestError(
+                    f"podSets[{ps.name}].requests[{request.resource}]: "
+                    f"{request.quantity!r} is not a Kubernetes quantity"
+                ) from error
+            if value < 0:
+                raise BadRequestError(f"podSets[{ps.name}]: a request cannot be negative")
+            if value:
+                per_pod[request.resource] = value
+        out.append(
+            wi.ProposedPodSet(
+                name=ps.name,
+                count=ps.count,
+                per_pod=per_pod,
+                node_selector={e.key: e.value for e in ps.node_selector or []},
+                tolerations=tuple(
+                    {
+                        k: v
+                        for k, v in (
+                            ("key", t.key),
+                            ("operator", t.operator),
+                            ("value", t.value),
+                            ("effect", t.effect),
+                        )
+                        if v is not None
+                    }
+                    for t in ps.tolerations or []
+                ),
+            )
+        )
+    return out
+
+
+@strawberry.type
+class WhatIfQuery:
+    @field(
+        description="Would it fit? Kueue's flavor assignment and verdict for Pods that are not "
+        "submitted yet: `podSets`, or the pod template of an existing Job (`fromJob`; its "
+        "queue-name label is the default `localQueue`). Needs `get` on the LocalQueue; "
+        "ClusterQueue figures only where the caller may read it or the quota disclosure "
+        "policy allows. Creates nothing."
+    )
+    async def what_if(
+        self,
+        info: Info,
+        namespace: str,
+        local_queue: str | None = None,
+        pod_sets: list[WhatIfPodSetInput] | None = None,
+        from_job: ObjectNameInput | None = None,
+    ) -> WhatIf | None:
+        if (pod_sets is None) == (from_job is None):
+            raise BadRequestError("whatIf takes either podSets or fromJob")
+        reader = reads(info)
+        if pod_sets is not None:
+            proposed = _pod_sets(pod_sets)
+            queue = local_queue
+        else:
+            assert from_job is not None
+            proposed, job_queue = await job_pod_sets(reader, from_job.namespace, from_job.name)
+            queue = local_queue or job_queue
+        loaded = await load_what_if(reader, info.context.disclosure, namespace, queue, proposed)
+        return WhatIf(
+            result=wi.what_if(loaded.input), source=loaded.view.numbers_from, namespace=namespace
+        )
+
+
+# -- the query behind `kueue-graphql fits` and `why --what-if` -------------------------------
+
+WHAT_IF_QUERY = """
+query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetInput!],
+             $fromJob: ObjectNameInput) {
+  whatIf(namespace: $namespace, localQueue: $localQueue, podSets: $podSets, fromJob: $fromJob) {
+    verdict limitedBy summary clusterQueueName numbersFrom detail kueueMessage admissionChecks
+    localQueue { name }
+    podSets {
+      name count
+      requests { resource quantity } totalRequests { resource quantity }
+      resourceGroups {
+        resources flavor verdict limitedBy borrows mayPreempt
+        attempts { flavor verdict borrows reasons }
+      }
+    }
+    quota {
+      flavor resource verdict limitedBy cohort
+      requested { quantity } nominalQuota { quantity } borrowingLimit { quantity }
+      lendingLimit { quantity } reserved { quantity } availableNow { quantity }
+      maximumCapacity { quantity }
+    }
+    nextSteps
+  }
+}
+"""
