@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -120,9 +121,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
 
 
+# The read mode of every other module's `server`: impersonate, unless a run asks for another
+# (`KUEUE_GRAPHQL_TEST_READ_MODE=cache make test` runs the whole service suite in cache mode).
+DEFAULT_READ_MODE = os.environ.get("KUEUE_GRAPHQL_TEST_READ_MODE", ReadMode.IMPERSONATE.value)
+
+
 @pytest.fixture(scope="session")
 def read_mode(request: pytest.FixtureRequest) -> ReadMode:
-    return ReadMode(getattr(request, "param", ReadMode.IMPERSONATE.value))
+    return ReadMode(getattr(request, "param", DEFAULT_READ_MODE))
 
 
 async def wait_ready(server: Server, seconds: float = 60.0) -> None:

@@ -19,7 +19,11 @@ from typing import Any
 import pytest
 
 from kueue_graphql.http import ReadMode
-from kueue_graphql.kube.client import ApiCall
+from kueue_graphql.kube.client import ApiCall, KubeClient
+from kueue_graphql.kube.informer import GoneError, Informer
+from kueue_graphql.kube.resources import LOCAL_QUEUE
+from kueue_graphql.kube.transport import build_api_client, close_api_client
+from kueue_graphql.lookups.store import ALL, ObjectStore
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server, server_in_mode
 
@@ -247,3 +251,37 @@ async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
             check=False,
         )
     await converged(cache_server, cluster)
+
+
+async def test_a_watch_from_a_version_too_old_is_gone_and_the_informer_lists_again(
+    cluster: Cluster,
+) -> None:
+    """410 Gone from the real API server (a watch from resourceVersion 1, long compacted out
+    of its watch cache) makes the informer list again; the store keeps serving throughout."""
+    api_client = await build_api_client(str(cluster.cache_server_kubeconfig), None, False)
+    client = KubeClient(api_client)
+    store = ObjectStore(LOCAL_QUEUE)
+    informer = Informer(client, LOCAL_QUEUE, store)
+    try:
+        assert await informer._list()
+        listed = store.count(ALL)
+        assert listed == len(
+            json.loads(cluster.kubectl("get", "localqueues", "-A", "-o", "json").stdout)["items"]
+        )
+        informer._resource_version = "1"
+        with pytest.raises(GoneError):
+            await informer._watch()
+        # The loop: Gone -> list again (a second complete list), then watch from its version.
+        informer._resource_version = "1"
+        informer.start()
+        for _ in range(100):
+            if informer.status.lists >= 2 and informer.status.watches >= 1:
+                break
+            assert store.count(ALL) == listed  # the previous complete state meanwhile
+            await asyncio.sleep(0.1)
+        assert informer.status.lists >= 2
+        assert informer.problem() is None
+        assert int(store.resource_version) > 1
+    finally:
+        await informer.stop()
+        await close_api_client(api_client)
