@@ -37,16 +37,19 @@ import argparse
 import asyncio
 import http.client
 import itertools
+import multiprocessing
 import os
+import signal
 import socket
 import statistics
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -115,20 +118,79 @@ def token(user: str) -> str:
     return (STATE / "users" / f"{user}.token").read_text().strip()
 
 
+async def loop_monitor(report: Path) -> None:
+    """In the server: the event loop's CPU time between two 5 ms ticks, the most since the last
+    SIGUSR1, written to `report` on each SIGUSR1 as "<sequence> <seconds>".
+
+    CPU time (time.thread_time), not wall time: what the loop itself spent (requests, garbage
+    collections) before it could answer anything else, which is what delays a /healthz on an
+    idle machine; a loaded machine's scheduling adds wall time that is no fault of the server.
+    """
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+    sequence = 0
+
+    def dump() -> None:
+        nonlocal worst, sequence
+        sequence += 1
+        report.write_text(f"{sequence} {worst}")
+        worst = 0.0
+
+    loop.add_signal_handler(signal.SIGUSR1, dump)
+    last = time.thread_time()
+    while True:
+        await asyncio.sleep(0.005)
+        now = time.thread_time()
+        worst = max(worst, now - last)
+        last = now
+
+
+def serve_with_loop_monitor(report: Path, serve_args: list[str]) -> int:
+    """`kueue-graphql serve` exactly (the CLI's main), with loop_monitor beside uvicorn."""
+    import uvicorn
+
+    from kueue_graphql.cli import main as cli_main
+
+    serve = uvicorn.Server.serve
+
+    async def monitored(self: uvicorn.Server, sockets: Any = None) -> None:
+        monitor = asyncio.create_task(loop_monitor(report))
+        try:
+            await serve(self, sockets)
+        finally:
+            monitor.cancel()
+
+    uvicorn.Server.serve = monitored  # type: ignore[method-assign]
+    return cli_main(["serve", *serve_args])
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    report: Path
+    sequence: int = 0
+
+    def loop_stall(self) -> float:
+        """The longest CPU burst of the server's loop since the previous call."""
+        self.sequence += 1
+        self.process.send_signal(signal.SIGUSR1)
+        for _ in range(200):
+            text = self.report.read_text() if self.report.exists() else ""
+            if text and int(text.split()[0]) >= self.sequence:
+                return float(text.split()[1])
+            time.sleep(0.01)
+        raise SystemExit("the server did not report its loop stalls")
+
+
 @contextmanager
-def server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def server() -> Iterator[Server]:
     """`kueue-graphql serve` with its defaults, as the service's ServiceAccount."""
     port = free_port()
-    command = [
-        str(Path(sys.executable).with_name("kueue-graphql")),
-        "serve",
-        "--kubeconfig",
-        str(STATE / "users" / "kueue-graphql-server.kubeconfig"),
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
+    report = Path(tempfile.mkdtemp(prefix="query-bomb-")) / "loop-stall"
+    command = [sys.executable, __file__, "--serve", str(report), "--"]
+    command += ["--kubeconfig", str(STATE / "users" / "kueue-graphql-server.kubeconfig")]
+    command += ["--port", str(port), "--log-level", "warning"]
     process = subprocess.Popen(command, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -143,7 +205,7 @@ def server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
             time.sleep(0.1)
         else:
             raise SystemExit("the server did not become ready within 30 s")
-        yield url, process
+        yield Server(url, process, report)
     finally:
         process.terminate()
         try:
@@ -151,6 +213,8 @@ def server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        report.unlink(missing_ok=True)
+        report.parent.rmdir()
 
 
 _unique = itertools.count()
@@ -188,39 +252,29 @@ async def cpu_per_request(
     return (cpu_seconds(pid) - before) / repeats, " | ".join(sorted(seen))
 
 
-class Prober(threading.Thread):
-    """GET /healthz every 5 ms over one kept-alive connection; records each latency."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(daemon=True)
-        host, port = url.removeprefix("http://").split(":")
-        self.connection = http.client.HTTPConnection(host, int(port), timeout=10)
-        self.latencies: list[float] = []
-        self.stopping = threading.Event()
-        self.failures = 0
-
-    def run(self) -> None:
-        next_probe = time.perf_counter()
-        while not self.stopping.is_set():
-            started = time.perf_counter()
-            try:
-                self.connection.request("GET", "/healthz")
-                response = self.connection.getresponse()
-                response.read()
-                if response.status != 200:
-                    self.failures += 1
-            except (OSError, http.client.HTTPException):
-                self.failures += 1
-                self.connection.close()
-            self.latencies.append(time.perf_counter() - started)
-            next_probe += 0.005
-            time.sleep(max(0.0, next_probe - time.perf_counter()))
-
-    def stop(self) -> list[float]:
-        self.stopping.set()
-        self.join()
-        self.connection.close()
-        return self.latencies
+def probe(url: str, seconds: float, results: Connection) -> None:
+    """GET /healthz every 5 ms for `seconds` over one kept-alive connection; sends back each
+    latency. Runs in a process of its own, so the bomb senders never hold it up."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    latencies: list[float] = []
+    failures = 0
+    started = next_probe = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        sent = time.perf_counter()
+        try:
+            connection.request("GET", "/healthz")
+            response = connection.getresponse()
+            response.read()
+            failures += response.status != 200
+        except (OSError, http.client.HTTPException):
+            failures += 1
+            connection.close()
+        latencies.append(time.perf_counter() - sent)
+        next_probe += 0.005
+        time.sleep(max(0.0, next_probe - time.perf_counter()))
+    connection.close()
+    results.send((latencies, failures))
 
 
 async def probed(
@@ -228,22 +282,32 @@ async def probed(
 ) -> tuple[list[float], int]:
     """Probe latencies over `seconds`, while `senders` concurrent loops call `load` until the
     time is up (or with no load), and how many loads were sent."""
-    prober = Prober(url)
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    prober = multiprocessing.Process(target=probe, args=(url, seconds, sending), daemon=True)
     prober.start()
     deadline = time.perf_counter() + seconds
     sent = 0
-    if load is not None:
 
-        async def sender() -> None:
-            nonlocal sent
-            while time.perf_counter() < deadline:
-                await load()
-                sent += 1
+    async def sender() -> None:
+        nonlocal sent
+        while load is not None and time.perf_counter() < deadline:
+            await load()
+            sent += 1
 
-        await asyncio.gather(*(sender() for _ in range(senders)))
-    else:
-        await asyncio.sleep(seconds)
-    return prober.stop(), sent
+    await asyncio.gather(*(sender() for _ in range(senders)))
+    latencies, failures = await asyncio.to_thread(receiving.recv)
+    prober.join()
+    if failures:
+        print(f"  ({failures} /healthz probes failed)")
+    return latencies, sent
+
+
+def p99(values: list[float]) -> float:
+    return sorted(values)[max(0, int(len(values) * 0.99) - 1)]
+
+
+def server_cpu_share(pid: int, seconds: float, before: float) -> str:
+    return f"{(cpu_seconds(pid) - before) / seconds:.0%}"
 
 
 def ms(seconds: float) -> str:
@@ -253,8 +317,8 @@ def ms(seconds: float) -> str:
 async def measure(args: argparse.Namespace) -> None:
     valid = token("viewer")
     bearers = {"anything": "anything", "viewer": valid}
-    with server() as (url, process):
-        pid = process.pid
+    with server() as running:
+        url, pid = running.url, running.process.pid
         print(
             f"kueue-graphql serve (pid {pid}), defaults; {args.repeats} sequential requests per "
             "row, each under a new text unless `repeat`; CPU = server user+system time"
@@ -282,40 +346,56 @@ async def measure(args: argparse.Namespace) -> None:
             print(f"\nworst CPU per refusal (new texts): {worst * 1000:.2f} ms (target < 100 ms)")
 
             print(
-                f"\n/healthz every 5 ms for {args.seconds:g} s per row, while {args.senders} "
-                "concurrent clients send the document again and again (new text each time)"
+                f"\n/healthz every 5 ms for {args.seconds:g} s per row, from a process of its own,"
+                f" while {args.senders} concurrent clients send the document again and again (new"
+                " text each time); the ideal client's rows are the same machine's noise"
             )
             print(
-                f"{'load':20} {'token':9} {'sent':>6} {'probes':>6} {'p50 ms':>7} {'max ms':>7}"
-                f" {'max/idle max':>12}"
+                f"{'load':20} {'token':9} {'sent':>6} {'probes':>6} {'p50 ms':>7} {'p99 ms':>7}"
+                f" {'max ms':>7} {'max/ideal':>9} {'server CPU':>10} {'loop stall ms':>13}"
             )
-            idle, _ = await probed(url, args.seconds)
-            idle_max = max(idle)
-            print(
-                f"{'no load':20} {'-':9} {0:6} {len(idle):6} {ms(statistics.median(idle))} "
-                f"{ms(idle_max)} {1.0:12.1f}"
-            )
-            worst_probe = 0.0
+            rows: list[tuple[Document, str]] = [(Document("no load", ""), "-")]
             for document in documents():
-                for name, bearer in bearers.items():
-                    if name == "viewer" and document.text != IDEAL and not args.both_tokens:
-                        continue
-                    headers = {"Authorization": f"Bearer {bearer}"}
+                for name in bearers:
+                    if name == "anything" or document.text == IDEAL or args.both_tokens:
+                        rows.append((document, name))
+            ideal_max = 0.0
+            worst_probe = worst_stall = 0.0
+            for document, name in rows:
+                load: Callable[[], Awaitable[object]] | None = None
+                if document.text:
+                    headers = {"Authorization": f"Bearer {bearers[name]}"}
 
                     async def send(text: str = document.text, headers: Any = headers) -> None:
                         await http.post("/graphql", json={"query": unique(text)}, headers=headers)
 
-                    latencies, sent = await probed(url, args.seconds, send, args.senders)
-                    top = max(latencies)
-                    if document.text != IDEAL:
-                        worst_probe = max(worst_probe, top)
-                    print(
-                        f"{document.label:20} {name:9} {sent:6} {len(latencies):6} "
-                        f"{ms(statistics.median(latencies))} {ms(top)} {top / idle_max:12.1f}"
-                    )
+                    load = send
+                before = cpu_seconds(pid)
+                running.loop_stall()
+                latencies, sent = await probed(url, args.seconds, load, args.senders)
+                stall = running.loop_stall()
+                share = server_cpu_share(pid, args.seconds, before)
+                if document.text and document.text != IDEAL:
+                    worst_stall = max(worst_stall, stall)
+                top = max(latencies)
+                if document.text == IDEAL:
+                    ideal_max = max(ideal_max, top)
+                elif document.text:
+                    worst_probe = max(worst_probe, top)
+                ratio = f"{top / ideal_max:9.1f}" if ideal_max and document.text else f"{'-':>9}"
+                print(
+                    f"{document.label:20} {name:9} {sent:6} {len(latencies):6} "
+                    f"{ms(statistics.median(latencies))} {ms(p99(latencies))} {ms(top)} {ratio}"
+                    f" {share:>10} {ms(stall):>13}"
+                )
             print(
-                f"\nlongest /healthz during the bombs: {worst_probe * 1000:.1f} ms "
-                f"(no load: {idle_max * 1000:.1f} ms; target < 50 ms)"
+                f"\nlongest /healthz during the bombs: {worst_probe * 1000:.1f} ms, "
+                f"{worst_probe / ideal_max:.1f} x the ideal client's {ideal_max * 1000:.1f} ms "
+                f"(target < 50 ms); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+            )
+            print(
+                f"longest CPU burst of the server's event loop during the bombs: "
+                f"{worst_stall * 1000:.1f} ms (what delays /healthz on an idle machine)"
             )
 
 
@@ -327,7 +407,11 @@ def main() -> None:
     parser.add_argument(
         "--both-tokens", action="store_true", help="probe rows with viewer's token as well"
     )
+    parser.add_argument("--serve", metavar="REPORT", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("serve_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve is not None:
+        sys.exit(serve_with_loop_monitor(args.serve, args.serve_args))
     if not (STATE / "env").is_file():
         raise SystemExit("no control plane: start it with `make cluster-up`")
     asyncio.run(measure(args))
