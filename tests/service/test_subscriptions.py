@@ -157,7 +157,7 @@ async def live_server(service_kubeconfig: Any) -> AsyncIterator[Server]:
         service_kubeconfig,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
-        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, per_connection=3),
+        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, per_connection=3, send_queue=2),
     ) as started:
         yield started
 
@@ -292,7 +292,9 @@ async def test_another_namespace_is_forbidden_and_nothing_else(
         message = await next_message(sub, 10)
         assert message["type"] == "next", message
         assert message["payload"]["data"] is None
-        assert [e["extensions"]["code"] for e in message["payload"]["errors"]] == ["FORBIDDEN"]
+        assert [e["extensions"]["code"] for e in message["payload"]["errors"]] == ["FORBIDDEN"], (
+            message
+        )
         assert (await next_message(sub, 10))["type"] == "complete"
 
 
