@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kueue_graphql.diagnosis.start import StartEstimate
+
 __all__ = ["AheadEntry", "AheadInput", "AheadReport", "WhyAhead", "ahead_of_me"]
 
 
@@ -48,6 +50,7 @@ class AheadInput:
     """Quota reserved by admitted Workloads in the ClusterQueue, per (flavor, resource)."""
     queueing_strategy: str | None
     unavailable: Sequence[str] = ()
+    start: StartEstimate | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class AheadReport:
     queueing_strategy: str | None
     ordering: str
     unavailable: tuple[str, ...]
+    start: StartEstimate | None = None
 
 
 def _why(me: AheadInput, entries: Sequence[AheadEntry] | None) -> WhyAhead | None:
@@ -119,4 +123,5 @@ def ahead_of_me(inp: AheadInput) -> AheadReport:
         queueing_strategy=inp.queueing_strategy,
         ordering=_ordering(inp.queueing_strategy),
         unavailable=tuple(inp.unavailable),
+        start=inp.start,
     )

@@ -17,7 +17,7 @@ from kueue_graphql.graph.whatif import ResourceAmount
 from kueue_graphql.kube.resources import WORKLOAD
 from kueue_graphql.lookups.ahead import load_ahead
 
-__all__ = ["AheadOfMe", "FlavorResourceAmount", "WhyAheadCounts"]
+__all__ = ["AheadOfMe", "FlavorResourceAmount", "StartEstimateInfo", "WhyAheadCounts"]
 
 
 @strawberry.type(description="How many of those ahead are ahead for which of Kueue's reasons.")
@@ -53,6 +53,18 @@ class FlavorResourceAmount:
         return cls(
             flavor=flavor, resource=resource, quantity=ResourceAmount.of(resource, value).quantity
         )
+
+
+@strawberry.type(
+    description="When enough quota is released for a pending Workload, only with its basis."
+)
+class StartEstimateInfo:
+    releases_by: str | None = strawberry.field(
+        description="RFC 3339: quota for it is released by then at the latest (admitted "
+        "Workloads' maximumExecutionTimeSeconds / Jobs' activeDeadlineSeconds). Null without "
+        "a basis."
+    )
+    explanation: str = strawberry.field(description="The basis, or why there is no estimate.")
 
 
 @strawberry.type(
@@ -107,6 +119,14 @@ class AheadOfMe:
     @field(description="How Kueue orders the queue, and what the queueing strategy means here.")
     def ordering(self) -> str:
         return self.report.ordering
+
+    @field(description="The earliest-start estimate, with its basis; null fields without one.")
+    def start_estimate(self) -> StartEstimateInfo | None:
+        est = self.report.start
+        if est is None:
+            return None
+        when = est.releases_by.strftime("%Y-%m-%dT%H:%M:%SZ") if est.releases_by else None
+        return StartEstimateInfo(releases_by=when, explanation=est.explanation)
 
     @field(description="What could not be answered, and why (e.g. which parts need `cache` mode).")
     def unavailable(self) -> list[str]:

@@ -13,15 +13,18 @@ supply: that part needs the `cache` read mode.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError, UnavailableError
 from kueue_graphql.diagnosis.ahead import AheadEntry, AheadInput
+from kueue_graphql.diagnosis.headroom import headroom
 from kueue_graphql.diagnosis.position import own_entry
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
 from kueue_graphql.diagnosis.requests import total_needs, workload_requests
+from kueue_graphql.diagnosis.start import Holder, StartEstimate, holder_deadline, start_estimate
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import VISIBILITY_LOCAL_QUEUE
@@ -69,6 +72,103 @@ def _held(cluster_queue: JsonObject) -> dict[tuple[str, str], Fraction]:
             except QuantityError:
                 continue
     return out
+
+
+def _time(raw: object) -> datetime | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _holder(workload: JsonObject) -> Holder:
+    reserved: dict[tuple[str, str], Fraction] = {}
+    admission = (workload.get("status") or {}).get("admission") or {}
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors = assignment.get("flavors") or {}
+        for res, qty in (assignment.get("resourceUsage") or {}).items():
+            flavor = flavors.get(res)
+            if flavor is None:
+                continue
+            try:
+                value = parse_quantity(str(qty))
+            except QuantityError:
+                continue
+            key = (str(flavor), str(res))
+            reserved[key] = reserved.get(key, Fraction(0)) + value
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    admitted_at = next(
+        (
+            _time(c.get("lastTransitionTime"))
+            for c in conditions
+            if c.get("type") == "Admitted" and c.get("status") == "True"
+        ),
+        None,
+    )
+    limit = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
+    past = (workload.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0
+    at, basis = holder_deadline(
+        admitted_at,
+        limit if isinstance(limit, int) else None,
+        past if isinstance(past, int) else 0,
+    )
+    return Holder(reserved, at, f"one of yours: {basis}" if basis else "")
+
+
+async def _start(
+    reader: KueueReader,
+    namespace: str,
+    workload: JsonObject,
+    cluster_queue: JsonObject,
+    view_members: object,
+    view_cohorts: object,
+    ahead: int | None,
+) -> StartEstimate:
+    """Shortfall per (flavor, resource) against the ClusterQueue's headroom now, and the
+    admitted Workloads the caller may read in her namespace as the holders."""
+    needs = total_needs(workload_requests(workload))
+    members = None if isinstance(view_members, dx.Forbidden | dx.Absent) else view_members
+    cohorts = None if isinstance(view_cohorts, dx.Forbidden | dx.Absent) else view_cohorts
+    lines = headroom(cluster_queue, members, cohorts).lines  # type: ignore[arg-type]
+    available = {(line.flavor, line.resource): line.available_now for line in lines}
+    groups: list[list[str]] = []
+    missing: dict[tuple[str, str], Fraction] = {}
+    for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
+        covered = [r for r in group.get("coveredResources") or [] if r in needs]
+        if not covered:
+            continue
+        flavors = [str(f.get("name")) for f in group.get("flavors") or []]
+        groups.append(flavors)
+        for flavor in flavors:
+            for res in covered:
+                free = available.get((flavor, res))
+                if free is None:
+                    return StartEstimate(None, "no estimate: what the cohort can lend is unknown")
+                missing[(flavor, res)] = max(Fraction(0), needs[res] - free)
+    reserving = (cluster_queue.get("status") or {}).get("reservingWorkloads")
+    cq_name = str((cluster_queue.get("metadata") or {}).get("name"))
+    try:
+        page = await reader.workloads(namespace)
+        own = [
+            w
+            for w in page.items
+            if ((w.get("status") or {}).get("admission") or {}).get("clusterQueue") == cq_name
+        ]
+    except ForbiddenError:
+        own = []
+    holders = [_holder(w) for w in own]
+    others = (reserving if isinstance(reserving, int) else 0) - len(holders)
+    return start_estimate(
+        groups,
+        missing,
+        holders,
+        holders_complete=others <= 0,
+        incomplete_because=f"{others} admitted Workload(s) of other namespaces hold quota in "
+        f"ClusterQueue {cq_name}; their run-time limits need the `cache` read mode",
+        ahead=ahead,
+    )
 
 
 async def load_ahead(
@@ -125,6 +225,9 @@ async def load_ahead(
     cluster_entries: list[AheadEntry] | None = None
     held: dict[tuple[str, str], Fraction] | None = None
     strategy: str | None = None
+    start: StartEstimate | None = StartEstimate(
+        None, "no estimate: the ClusterQueue's quota may not be read (nor disclosed)"
+    )
     if cluster_queue:
         view = await quota_view(reader, policy, cluster_queue)
         cq = view.cluster_queue
@@ -132,6 +235,9 @@ async def load_ahead(
             strategy = (cq.get("spec") or {}).get("queueingStrategy")
             if view.show_numbers:
                 held = _held(cq)
+                start = await _start(
+                    reader, namespace, workload, cq, view.cluster_queues, view.cohorts, in_cq
+                )
         if held is None:
             unavailable.append(
                 "the quota admitted Workloads hold: you may not read the ClusterQueue and the "
@@ -166,4 +272,5 @@ async def load_ahead(
         held=held,
         queueing_strategy=strategy,
         unavailable=unavailable,
+        start=start,
     )

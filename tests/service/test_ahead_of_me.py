@@ -13,6 +13,7 @@ import json
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ query A($ns: String!, $name: String!) {
       whyAheadInLocalQueue { higherPriority samePriorityEarlier samePriorityRequeued }
       whyAheadInClusterQueue { higherPriority samePriorityEarlier samePriorityRequeued }
       queueingStrategy ordering unavailable
+      startEstimate { releasesBy explanation }
     }
     reasons { code message }
     nextSteps
@@ -51,7 +53,16 @@ query A($ns: String!, $name: String!) {
 """
 
 
-def _workload(namespace: str, name: str, queue: str, cpu: str, count: int, priority: int) -> Any:
+def _workload(
+    namespace: str,
+    name: str,
+    queue: str,
+    cpu: str,
+    count: int,
+    priority: int,
+    max_seconds: int | None = None,
+) -> Any:
+    extra = {} if max_seconds is None else {"maximumExecutionTimeSeconds": max_seconds}
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
@@ -59,6 +70,7 @@ def _workload(namespace: str, name: str, queue: str, cpu: str, count: int, prior
         "spec": {
             "queueName": queue,
             "priority": priority,
+            **extra,
             "podSets": [
                 {
                     "name": "main",
@@ -162,7 +174,7 @@ def queue(cluster: Cluster) -> Iterator[None]:
         time.sleep(1)
     try:
         _apply(cluster, _setting())
-        _apply(cluster, [_workload(NS, "blocker", "lq-ahead", "1", 1, 0)])
+        _apply(cluster, [_workload(NS, "blocker", "lq-ahead", "1", 1, 0, max_seconds=3600)])
         deadline = time.monotonic() + 60
         while True:
             wl = cluster.get_json("workload", "blocker", "-n", NS)
@@ -231,6 +243,17 @@ async def test_counts_equal_the_visibility_api_and_names_stay_hidden(
     assert ahead["queueingStrategy"] == "BestEffortFIFO"
     assert "BestEffortFIFO" in ahead["ordering"]
     assert any("cache" in u for u in ahead["unavailable"])
+    # The only holder is alice's blocker with maximumExecutionTimeSeconds 3600: the quota is
+    # free again one hour after its admission at the latest.
+    blocker = cluster.get_json("workload", "blocker", "-n", NS)
+    admitted = next(
+        c["lastTransitionTime"] for c in blocker["status"]["conditions"] if c["type"] == "Admitted"
+    )
+    at = datetime.fromisoformat(admitted.replace("Z", "+00:00")) + timedelta(seconds=3600)
+    estimate = ahead["startEstimate"]
+    assert estimate["releasesBy"] == at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert "maximumExecutionTimeSeconds 3600" in estimate["explanation"]
+    assert "4 Workload(s) ahead" in estimate["explanation"]
     _no_other_tenant(body)
 
 
@@ -245,6 +268,7 @@ async def test_policy_off_counts_only_from_the_callers_own_access(
     assert ahead["heldByAdmitted"] is None
     assert ahead["requestedAheadInLocalQueue"] == [{"resource": "cpu", "quantity": "1"}]
     assert len(ahead["unavailable"]) == 3
+    assert ahead["startEstimate"]["releasesBy"] is None
     _no_other_tenant(body)
 
 
