@@ -56,7 +56,7 @@ from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.changes import WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.transport import build_api_client, close_api_client
-from kueue_graphql.lookups.cached import KueueCache
+from kueue_graphql.lookups.cached import CacheChanges, KueueCache
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +261,12 @@ class GraphQLView(GraphQL[RequestContext, None]):
         connection = self._context(services, authenticate_connection)
         connection.renew = renew
         connection.live = services.live
-        connection.changes = WatchSources(services.watch_kube)
+        watches = WatchSources(services.watch_kube)
+        # Cache mode: subscriptions on Kueue kinds wake from the informers (after the cache has
+        # the change); Pods and Jobs are still watched as the caller.
+        connection.changes = (
+            watches if services.cache is None else CacheChanges(services.cache, watches)
+        )
         return connection
 
     def _context(
