@@ -21,7 +21,7 @@ from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
-from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS
+from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS, ReadMode
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
@@ -233,6 +233,13 @@ def _parser() -> argparse.ArgumentParser:
         help="milliseconds a burst of watch events is gathered into one recompute",
     )
     serve.add_argument(
+        "--subscription-send-queue",
+        type=int,
+        default=int(_env("subscription_send_queue", "16") or 16),
+        help="messages a subscription may have waiting for a client that is not reading; "
+        "one more ends it with SLOW_CONSUMER",
+    )
+    serve.add_argument(
         "--authz-deny-cache-ttl",
         type=float,
         default=float(_env("authz_deny_cache_ttl", "2") or 0),
@@ -245,6 +252,15 @@ def _parser() -> argparse.ArgumentParser:
         help="none (default): ClusterQueue figures only for callers who may read the "
         "ClusterQueue; verdict: whatIf verdicts for callers who may get one of its LocalQueues; "
         "quota: also its quota, usage and headroom (read under the service's own identity)",
+    )
+
+    serve.add_argument(
+        "--read-mode",
+        choices=[mode.value for mode in ReadMode],
+        default=_env("read_mode", ReadMode.IMPERSONATE.value),
+        help="impersonate (default): every read made as the caller; cache: Kueue objects from "
+        "a watch-fed cache read under the service's identity (needs get/list/watch on them), "
+        "each one authorized for the caller by SubjectAccessReview",
     )
 
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
@@ -336,6 +352,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             per_identity=args.max_subscriptions_per_identity,
             total=args.max_subscriptions,
             coalesce_seconds=args.subscription_coalesce_ms / 1000,
+            send_queue=max(1, args.subscription_send_queue),
             # Identity and access are re-checked as often as either cache forgets.
             recheck_seconds=min(args.token_cache_ttl, args.authz_cache_ttl),
         ),
@@ -356,6 +373,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             max_page_size=args.max_page_size,
         ),
         quota_disclosure=QuotaDisclosure(args.quota_disclosure),
+        read_mode=ReadMode(args.read_mode),
     )
 
 

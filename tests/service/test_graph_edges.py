@@ -10,7 +10,7 @@ import pytest
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 
 def kubectl_items(cluster: Cluster, user: str, *args: str) -> list[dict[str, Any]]:

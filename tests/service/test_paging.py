@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.http import ReadMode
 from kueue_graphql.kube.client import ApiCall
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server
 from tests.service.test_graph_edges import kubectl_items
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 PAGE = """query($after: String) {
   workloads(first: 2, after: $after) { nodes { namespace name } pageInfo { hasNextPage endCursor } }
@@ -35,7 +36,9 @@ async def test_pages_walk_the_list_in_kubectl_order(server: Server, cluster: Clu
     assert seen == [(w["metadata"]["namespace"], w["metadata"]["name"]) for w in listed]
 
 
-async def test_a_page_without_total_count_stops_reading(server: Server, cluster: Cluster) -> None:
+async def test_a_page_without_total_count_stops_reading(
+    server: Server, cluster: Cluster, read_mode: ReadMode
+) -> None:
     listed = kubectl_items(cluster, "viewer", "get", "workloads", "-A")
     assert len(listed) > 8, "the scenarios make more Workloads than two small pages hold"
     calls: list[ApiCall] = []
@@ -55,6 +58,16 @@ async def test_a_page_without_total_count_stops_reading(server: Server, cluster:
         server.kube.observers.remove(calls.append)
     assert body["data"]["workloads"]["nodes"] == [{"name": listed[0]["metadata"]["name"]}]
     assert body["data"]["workloads"]["pageInfo"]["hasNextPage"] is True
+    assert counted["data"]["workloads"]["totalCount"] == len(listed)
+    if read_mode is ReadMode.CACHE:
+        # From the cache's index: no Workload read from the API server at all, and the answer
+        # says how fresh it is.
+        assert lists == []
+        assert counted_lists == []
+        assert set(body["extensions"]["cache"]["kinds"]) == {"Workload"}
+        assert body["extensions"]["cache"]["ageSeconds"] >= 0
+        return
+    assert "cache" not in body["extensions"]
     # One small read, not the whole list: fewer objects asked for than exist.
     assert len(lists) == 1
     assert int(dict(lists[0].query)["limit"]) < len(listed)
@@ -251,7 +264,7 @@ async def test_cohort_and_flavor_edges_page_as_viewer(server: Server, cluster: C
 
 
 async def test_an_edge_page_without_total_count_stops_reading(
-    server: Server, cluster: Cluster
+    server: Server, cluster: Cluster, read_mode: ReadMode
 ) -> None:
     listed = kubectl_items(cluster, "alice", "get", "workloads", "-n", "team-a")
     in_queue = [w for w in listed if w["spec"].get("queueName") == "lq-team-a"]
@@ -271,5 +284,8 @@ async def test_an_edge_page_without_total_count_stops_reading(
     assert page["nodes"] == [{"name": in_queue[0]["metadata"]["name"]}]
     assert page["pageInfo"]["hasNextPage"] is True
     lists = [c for c in calls if c.method == "GET" and c.path.endswith("/workloads")]
+    if read_mode is ReadMode.CACHE:
+        assert lists == [], "the cache serves the page: no Workload is read from the API server"
+        return
     assert len(lists) == 1
     assert int(dict(lists[0].query)["limit"]) < len(listed)
