@@ -95,6 +95,35 @@ async def test_parse_and_validation_are_cached_without_refused_documents() -> No
     assert all(error.nodes is None for error in kept.errors), "no AST kept for a refusal"
 
 
+def test_edges_that_grow_with_the_cluster_are_pages_with_a_required_first() -> None:
+    schema = build_schema()._schema
+    edges = {
+        ("ClusterQueue", "workloads"),
+        ("LocalQueue", "workloads"),
+        ("Cohort", "members"),
+        ("Cohort", "children"),
+        ("ResourceFlavor", "clusterQueues"),
+    }
+    for type_name, field_name in edges:
+        edge = schema.get_type(type_name).fields[field_name]  # type: ignore[union-attr]
+        assert str(edge.type).endswith("Connection"), (type_name, field_name, edge.type)
+        assert str(edge.args["first"].type) == "Int!"
+        assert str(edge.args["after"].type) == "String"
+
+
+async def test_nested_edge_pages_multiply_the_cost_and_are_refused_before_any_read() -> None:
+    # 100 ClusterQueues x 100 Workloads each x 6 fields: over the default 50,000.
+    query = """{ clusterQueues(first: 100) { nodes { workloads(first: 100) {
+      nodes { name namespace status priority creationTimestamp uid } } } } }"""
+    measure = measure_document(parse(query), QueryLimits(max_cost=10**9))
+    assert measure.cost == 1 + 100 * (1 + 1 + 100 * (1 + 6))
+    result = await build_schema().execute(query)
+    assert result.errors
+    assert result.errors[0].extensions == {"code": "BAD_REQUEST"}
+    assert "cost" in result.errors[0].message
+    assert result.data is None
+
+
 async def test_refused_documents_leave_no_objects_behind() -> None:
     # Every parsed document used to be kept (256 of them): 300 distinct 1,900-field documents
     # left 2.5 million objects for every full garbage collection to walk (0.7 s pauses).
