@@ -73,6 +73,38 @@ def fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def api_connections(pid: int) -> dict[str, int]:
+    """The server's TCP connections by state, to the API server's port (from `ss`)."""
+    port = os.environ.get("KUBE_API_PORT") or api_port()
+    out = subprocess.run(
+        ["ss", "-tanpH"], capture_output=True, text=True, check=False
+    ).stdout.splitlines()
+    counts: dict[str, int] = {}
+    for line in out:
+        if f"pid={pid}," not in line:
+            continue
+        fields = line.split()
+        if fields[4].rsplit(":", 1)[-1] == port:
+            counts[fields[0]] = counts.get(fields[0], 0) + 1
+    return counts
+
+
+def api_port() -> str:
+    for line in (STATE / "env").read_text().splitlines():
+        if line.startswith("KUBE_API_URL="):
+            return line.rsplit(":", 1)[-1].strip("/")
+    return ""
+
+
+def tasks(url: str) -> int:
+    import httpx
+
+    for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+        if line.startswith("kueue_graphql_asyncio_tasks "):
+            return int(float(line.split()[1]))
+    return -1
+
+
 def threads(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
 
@@ -103,67 +135,92 @@ async def run(args: argparse.Namespace) -> None:
     )
     with server(None) as (url, process):
         pid = process.pid
-        before = (fds(pid), threads(pid), rss_kib(pid)[0])
-        latencies: list[float] = []
-        received = 0
-        changed_at: list[float] = []
-        connections = (args.subscriptions + PER_CONNECTION - 1) // PER_CONNECTION
-
-        async def hold(index: int, ready: asyncio.Event, stop: asyncio.Event) -> None:
-            nonlocal received
-            user = "alice" if index % 2 == 0 else "grace"
-            count = min(PER_CONNECTION, args.subscriptions - index * PER_CONNECTION)
-            async with subscriber(url, token(user)) as sub:
-                for op in range(count):
-                    await sub.subscribe(str(op), QUERY, {"ns": "team-a", "name": JOB})
-                for _ in range(count):  # the first answers
-                    await expect_next(sub)
-                ready.set()
-                while not stop.is_set():
-                    try:
-                        await asyncio.wait_for(expect_next(sub), 1)
-                    except TimeoutError:
-                        continue
-                    received += 1
-                    if changed_at:
-                        latencies.append(time.monotonic() - changed_at[-1])
-
-        stop = asyncio.Event()
-        readies = [asyncio.Event() for _ in range(connections)]
-        started = time.monotonic()
-        holders = [asyncio.create_task(hold(i, readies[i], stop)) for i in range(connections)]
-        await asyncio.gather(*(r.wait() for r in readies))
-        print(f"{args.subscriptions} subscriptions open in {time.monotonic() - started:.1f} s")
-        await asyncio.sleep(2)
-        open_rss = rss_kib(pid)[0]
-        cpu_start = cpu_seconds(pid)
-        received = 0
-        active = True
-        end = time.monotonic() + args.seconds
-        changes = 0
-        while time.monotonic() < end:
-            active = not active
-            changed_at.append(time.monotonic())
-            await asyncio.to_thread(
-                kubectl,
-                "patch",
-                "workload",
-                workload,
-                "-n",
-                "team-a",
-                "--type=merge",
-                "-p",
-                json.dumps({"spec": {"active": active}}),
-            )
-            changes += 1
-            await asyncio.sleep(args.every)
-        cpu = cpu_seconds(pid) - cpu_start
-        stop.set()
-        await asyncio.gather(*holders)
-        # Idle keep-alive connections of the read pool close after aiohttp's 15 s.
-        await asyncio.sleep(20)
-        after = (fds(pid), threads(pid), rss_kib(pid)[0])
+        before = snapshot(url, pid)
+        print(f"server before open: {before}")
+        for round_number in range(1, args.rounds + 1):
+            await one_round(args, url, pid, workload, before)
+            # Idle keep-alive connections of the read pool close 15-30 s after their last use
+            # (aiohttp's keepalive_timeout, checked every 15 s): wait for them, at most 45 s.
+            settle = time.monotonic() + 45
+            while time.monotonic() < settle:
+                after = snapshot(url, pid)
+                if after["fds"] <= before["fds"] and after["tasks"] <= before["tasks"]:
+                    break
+                await asyncio.sleep(1)
+            print(f"server after close (round {round_number}): {snapshot(url, pid)}")
     kubectl("delete", "job", JOB, "-n", "team-a", "--ignore-not-found")
+
+
+def snapshot(url: str, pid: int) -> dict[str, object]:
+    return {
+        "fds": fds(pid),
+        "tasks": tasks(url),
+        "threads": threads(pid),
+        "rss_kib": rss_kib(pid)[0],
+        "api_connections": api_connections(pid),
+    }
+
+
+async def one_round(
+    args: argparse.Namespace, url: str, pid: int, workload: str, before: dict[str, object]
+) -> None:
+    latencies: list[float] = []
+    received = 0
+    changed_at: list[float] = []
+    connections = (args.subscriptions + PER_CONNECTION - 1) // PER_CONNECTION
+
+    async def hold(index: int, ready: asyncio.Event, stop: asyncio.Event) -> None:
+        nonlocal received
+        user = "alice" if index % 2 == 0 else "grace"
+        count = min(PER_CONNECTION, args.subscriptions - index * PER_CONNECTION)
+        async with subscriber(url, token(user)) as sub:
+            for op in range(count):
+                await sub.subscribe(str(op), QUERY, {"ns": "team-a", "name": JOB})
+            for _ in range(count):  # the first answers
+                await expect_next(sub)
+            ready.set()
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(expect_next(sub), 1)
+                except TimeoutError:
+                    continue
+                received += 1
+                if changed_at:
+                    latencies.append(time.monotonic() - changed_at[-1])
+
+    stop = asyncio.Event()
+    readies = [asyncio.Event() for _ in range(connections)]
+    started = time.monotonic()
+    holders = [asyncio.create_task(hold(i, readies[i], stop)) for i in range(connections)]
+    await asyncio.gather(*(r.wait() for r in readies))
+    print(f"{args.subscriptions} subscriptions open in {time.monotonic() - started:.1f} s")
+    await asyncio.sleep(2)
+    open_rss = rss_kib(pid)[0]
+    open_tasks = tasks(url)
+    cpu_start = cpu_seconds(pid)
+    received = 0
+    active = True
+    end = time.monotonic() + args.seconds
+    changes = 0
+    while time.monotonic() < end:
+        active = not active
+        changed_at.append(time.monotonic())
+        await asyncio.to_thread(
+            kubectl,
+            "patch",
+            "workload",
+            workload,
+            "-n",
+            "team-a",
+            "--type=merge",
+            "-p",
+            json.dumps({"spec": {"active": active}}),
+        )
+        changes += 1
+        await asyncio.sleep(args.every)
+    cpu = cpu_seconds(pid) - cpu_start
+    stop.set()
+    await asyncio.gather(*holders)
     print(
         f"changes: {changes}, pushed messages received: {received} "
         f"(expected {changes * args.subscriptions})"
@@ -173,12 +230,13 @@ async def run(args: argparse.Namespace) -> None:
             f"change -> push: p50 {percentile(latencies, 50) * 1000:.0f} ms, "
             f"p95 {percentile(latencies, 95) * 1000:.0f} ms (coalescing adds 250 ms)"
         )
-    per_subscription = (open_rss - before[2]) / args.subscriptions
-    print(f"server RSS per open subscription: {per_subscription:.0f} KiB")
+    per_subscription = (open_rss - int(str(before["rss_kib"]))) / args.subscriptions
+    print(
+        f"while open: server RSS per open subscription {per_subscription:.0f} KiB, "
+        f"tasks {open_tasks}"
+    )
     if received:
         print(f"server CPU per pushed message: {cpu / received * 1000:.2f} ms")
-    print(f"server before open: fds {before[0]}, threads {before[1]}, RSS {before[2]} KiB")
-    print(f"server after close: fds {after[0]}, threads {after[1]}, RSS {after[2]} KiB")
 
 
 async def expect_next(sub: Subscriber) -> None:
@@ -192,6 +250,9 @@ def main() -> None:
     parser.add_argument("--subscriptions", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--every", type=float, default=3)
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="open/hold/close cycles (bounded: no growth)"
+    )
     asyncio.run(run(parser.parse_args()))
 
 

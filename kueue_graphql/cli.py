@@ -237,6 +237,13 @@ def _parser() -> argparse.ArgumentParser:
         help="milliseconds a burst of watch events is gathered into one recompute",
     )
     serve.add_argument(
+        "--subscription-send-queue",
+        type=int,
+        default=int(_env("subscription_send_queue", "16") or 16),
+        help="messages a subscription may have waiting for a client that is not reading; "
+        "one more ends it with SLOW_CONSUMER",
+    )
+    serve.add_argument(
         "--authz-deny-cache-ttl",
         type=float,
         default=float(_env("authz_deny_cache_ttl", "2") or 0),
@@ -402,6 +409,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             per_identity=args.max_subscriptions_per_identity,
             total=args.max_subscriptions,
             coalesce_seconds=args.subscription_coalesce_ms / 1000,
+            send_queue=max(1, args.subscription_send_queue),
             # Identity and access are re-checked as often as either cache forgets.
             recheck_seconds=min(args.token_cache_ttl, args.authz_cache_ttl),
         ),

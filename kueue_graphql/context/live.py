@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kueue_graphql.core.errors import BadRequestError
+from kueue_graphql.core.metrics import SUBSCRIPTIONS_OPEN
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,10 @@ class LiveLimits:
     # Identity (TokenReview) and access (SubjectAccessReview) are re-checked at least this often
     # even when nothing changes; a revoked token or RoleBinding ends the stream within it.
     recheck_seconds: float = 30.0
+    # Messages computed but not yet sent, per subscription. A subscriber that stops reading
+    # fills it (the socket's buffers first); one more message ends the stream with
+    # SLOW_CONSUMER instead of buffering without limit.
+    send_queue: int = 16
 
 
 class LiveRegistry:
@@ -46,9 +51,11 @@ class LiveRegistry:
         self.total += 1
         self.by_identity[identity] += 1
         self.by_connection[connection] += 1
+        SUBSCRIPTIONS_OPEN.inc()
         try:
             yield
         finally:
+            SUBSCRIPTIONS_OPEN.dec()
             self.total -= 1
             self.by_identity[identity] -= 1
             self.by_connection[connection] -= 1

@@ -15,6 +15,7 @@ from typing import Any
 from kueue_graphql.context.live import LiveRegistry
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
+from kueue_graphql.kube.changes import ChangeSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.lookups import ApiServerReader, KueueReader
 from kueue_graphql.lookups.cached import CacheReader, KueueCache
@@ -73,7 +74,8 @@ class RequestContext:
     connection_params: dict[str, Any] | None = None
     renew: Callable[[], RequestContext] | None = None
     live: LiveRegistry | None = None
-    watch_client: KubeClient | None = None
+    # Where a subscription's "something changed" wake-ups come from (read-mode specific).
+    changes: ChangeSources | None = None
     # Whether reads (and a subscription's watches) are made as the caller.
     impersonate: bool = True
 

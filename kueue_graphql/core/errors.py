@@ -15,6 +15,8 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "NOT_FOUND"
     UNAVAILABLE = "UNAVAILABLE"
     BAD_REQUEST = "BAD_REQUEST"
+    # A subscriber that does not read what is pushed: its bounded send queue overflowed.
+    SLOW_CONSUMER = "SLOW_CONSUMER"
     INTERNAL = "INTERNAL"
 
 
@@ -34,6 +36,10 @@ class UnauthenticatedError(ServiceError):
 
 class BadRequestError(ServiceError):
     code = ErrorCode.BAD_REQUEST
+
+
+class SlowConsumerError(ServiceError):
+    code = ErrorCode.SLOW_CONSUMER
 
 
 class UnavailableError(ServiceError):

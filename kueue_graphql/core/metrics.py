@@ -7,7 +7,9 @@ and status codes, so their number stays small whatever callers send.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+import asyncio
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -93,3 +95,39 @@ def _resource_and_name(path: str) -> tuple[str, bool]:
     if len(rest) >= 3:
         resource += "/" + rest[2]
     return resource, named
+
+
+SUBSCRIPTIONS_OPEN = Gauge(
+    "kueue_graphql_subscriptions_open",
+    "Subscriptions open now (each holds a slot under the per-connection/identity/total caps).",
+    registry=REGISTRY,
+)
+SUBSCRIPTION_MESSAGES = Counter(
+    "kueue_graphql_subscription_messages",
+    "Messages pushed to subscribers, by subscription field (diagnosis, workload, ...).",
+    ["field"],
+    registry=REGISTRY,
+)
+SUBSCRIPTIONS_ENDED = Counter(
+    "kueue_graphql_subscriptions_ended",
+    "Subscriptions ended, by reason: closed (the client completed or went away), completed "
+    "(the stream ended, e.g. its object was deleted), or the final error's extensions.code "
+    "(FORBIDDEN, UNAUTHENTICATED, SLOW_CONSUMER, BAD_REQUEST, ...).",
+    ["reason"],
+    registry=REGISTRY,
+)
+
+
+def _running_tasks() -> int:
+    try:
+        return len(asyncio.all_tasks())
+    except RuntimeError:  # scraped outside the event loop's thread
+        return 0
+
+
+ASYNCIO_TASKS = Gauge(
+    "kueue_graphql_asyncio_tasks",
+    "asyncio tasks alive in the server process (requests, subscriptions, their watches).",
+    registry=REGISTRY,
+)
+ASYNCIO_TASKS.set_function(_running_tasks)

@@ -58,6 +58,10 @@ def log_errors(errors: Iterable[GraphQLError]) -> None:
 
 def coded_error(error: GraphQLError) -> GraphQLError:
     original = error.original_error
+    if original is None and (error.extensions or {}).get("code"):
+        # Already coded (a streamed result is coded as it is produced, and again by the
+        # operation's extension when the stream ends): keep its code.
+        return error
     if isinstance(original, ServiceError):
         extensions: dict[str, object] = {"code": original.code.value}
         if isinstance(original, ForbiddenError):

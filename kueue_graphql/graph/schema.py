@@ -30,11 +30,14 @@ from cachetools import LRUCache
 from graphql import (
     ASTValidationRule,
     DocumentNode,
+    FieldNode,
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
+    get_operation_ast,
     parse,
 )
+from graphql import OperationType as AstOperationType
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.exceptions import InvalidOperationTypeError
@@ -46,6 +49,7 @@ from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
 from kueue_graphql.graph.pagination import PageArgumentsCheck
+from kueue_graphql.graph.push import pushed
 from kueue_graphql.graph.query import Query
 from kueue_graphql.graph.query_cost import (
     QueryLimits,
@@ -217,6 +221,10 @@ class QueryLimitsCheck(SchemaExtension):
 
 
 class ServiceSchema(strawberry.Schema):
+    # Set by build_schema: the shared document cache and each subscription's send queue.
+    checks: DocumentChecks
+    send_queue: int
+
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
@@ -246,13 +254,40 @@ class ServiceSchema(strawberry.Schema):
                 ],
             )
 
-    async def stream(self, *args: Any, **kwargs: Any) -> Any:
+    async def stream(self, query: str | None, *args: Any, **kwargs: Any) -> Any:
         # Streamed results (subscriptions) bypass the extensions' on_operation, so their
         # errors get the same stable `extensions.code` here as a query's.
-        results = await super().stream(*args, **kwargs)
+        results = await super().stream(query, *args, **kwargs)
         if not isinstance(results, AsyncGenerator):
             return results
-        return _coded(results)
+        field = self._subscription_field(query, kwargs.get("operation_name"))
+        if field is None:
+            return _coded(results)
+        # A subscription: computed ahead into its bounded send queue (graph/push.py).
+        return pushed(_coded(results), field, self.send_queue)
+
+    def _subscription_field(self, query: str | None, operation_name: object) -> str | None:
+        """The root field of a subscription document (cached parse), else None."""
+        if not query:
+            return None
+        # Valid documents are in the parse cache (stream's on_parse put them there); a long
+        # one is parsed again, within the token limit it passed.
+        document = self.checks.parsed.get(query)
+        if document is None:
+            try:
+                document = parse(query, max_tokens=self.checks.limits.max_tokens)
+            except GraphQLError:
+                return None
+        name = operation_name if isinstance(operation_name, str) else None
+        operation = get_operation_ast(document, name)
+        if not isinstance(operation, OperationDefinitionNode):
+            return None
+        if operation.operation is not AstOperationType.SUBSCRIPTION:
+            return None
+        for selection in operation.selection_set.selections:
+            if isinstance(selection, FieldNode):
+                return selection.name.value
+        return None
 
 
 async def _coded(results: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
@@ -266,9 +301,9 @@ async def _coded(results: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None
         await results.aclose()
 
 
-def build_schema(limits: QueryLimits | None = None) -> strawberry.Schema:
+def build_schema(limits: QueryLimits | None = None, *, send_queue: int = 16) -> strawberry.Schema:
     checks = DocumentChecks(limits or QueryLimits())
-    return ServiceSchema(
+    schema = ServiceSchema(
         query=Query,
         subscription=Subscription,
         # Factories, not instances: a shared extension instance would carry one request's
@@ -281,6 +316,9 @@ def build_schema(limits: QueryLimits | None = None) -> strawberry.Schema:
         ],
         config=StrawberryConfig(auto_camel_case=True),
     )
+    schema.checks = checks
+    schema.send_queue = send_queue
+    return schema
 
 
 def schema_sdl() -> str:

@@ -53,6 +53,7 @@ from kueue_graphql.http.middleware import (
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
+from kueue_graphql.kube.changes import WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.transport import build_api_client, close_api_client
 from kueue_graphql.lookups.cached import KueueCache
@@ -159,7 +160,7 @@ class TokenRejectedError(Exception):
 class GraphQLView(GraphQL[RequestContext, None]):
     def __init__(self, settings: ServerSettings) -> None:
         super().__init__(
-            build_schema(settings.query_limits),
+            build_schema(settings.query_limits, send_queue=settings.live_limits.send_queue),
             graphql_ide="graphiql" if settings.graphiql else None,
             allow_queries_via_get=settings.allow_get_queries,
         )
@@ -260,7 +261,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
         connection = self._context(services, authenticate_connection)
         connection.renew = renew
         connection.live = services.live
-        connection.watch_client = services.watch_kube
+        connection.changes = WatchSources(services.watch_kube)
         return connection
 
     def _context(

@@ -41,11 +41,29 @@ class ChangeSource(Protocol):
     async def close(self) -> None: ...
 
 
+class ChangeSources(Protocol):
+    """Opens the ChangeSource of one subscription. The `impersonate` read mode's is
+    `WatchSources` (watches as the caller); a shared-cache read mode gives one that wakes
+    subscriptions from its informers' events, and nothing above this interface changes."""
+
+    def open(self, identity: Identity | None, targets: Sequence[WatchTarget]) -> ChangeSource: ...
+
+
 @dataclass(frozen=True)
 class WatchTarget:
     resource: Resource
     namespace: str | None
     field_selector: str | None = None
+
+
+class WatchSources:
+    """ChangeSources of watches on `client` (its own connection pool, apart from reads)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+
+    def open(self, identity: Identity | None, targets: Sequence[WatchTarget]) -> ChangeSource:
+        return WatchChanges(self._client, identity, targets)
 
 
 class WatchChanges:

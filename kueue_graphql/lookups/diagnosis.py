@@ -8,8 +8,8 @@ read into the verdict. Nothing here decides anything; it only loads.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
@@ -55,6 +55,30 @@ def _ready(value: T) -> asyncio.Future[T]:
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     future.set_result(value)
     return future
+
+
+def _start(read: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+    """A task whose read (a coroutine) is made only once the task runs. A task cancelled before
+    its first step (a subscription closed in the middle of a diagnosis) then leaves no
+    coroutine behind that was never awaited."""
+
+    async def run() -> T:
+        return await read()
+
+    return asyncio.ensure_future(run())
+
+
+async def _all(*reads: asyncio.Future[Any]) -> None:
+    """Wait for every read; when one fails or the caller is cancelled, the others are cancelled
+    and waited for too (asyncio.gather leaves them running), so none outlives the diagnosis."""
+    try:
+        await asyncio.gather(*reads)
+    finally:
+        pending = [read for read in reads if not read.done()]
+        for read in pending:
+            read.cancel()
+        if pending:
+            await asyncio.wait(pending)
 
 
 async def observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
@@ -185,18 +209,18 @@ async def load_input(
 
     local_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no queue name"))
     if queue:
-        local_queue = asyncio.ensure_future(observe(reader.get(LOCAL_QUEUE, namespace, queue)))
-    pods_read: asyncio.Future[ObservedList] = asyncio.ensure_future(
-        observe(_pods(reader, namespace, owner_obj, workload_obj))
+        local_queue = _start(lambda: observe(reader.get(LOCAL_QUEUE, namespace, queue)))
+    pods_read: asyncio.Future[ObservedList] = _start(
+        lambda: observe(_pods(reader, namespace, owner_obj, workload_obj))
     )
     position_read: asyncio.Future[ObservedObject | dx.Failed] = _ready(dx.Absent("no Workload"))
     if workload_obj is not None:
-        position_read = asyncio.ensure_future(_queue_position(reader, namespace, workload_obj))
+        position_read = _start(lambda: _queue_position(reader, namespace, workload_obj))
     # The Workload's Events carry Kueue's reasons; the owner's matter only while there is no
     # Workload (e.g. Kueue failing to create one).
     about = [workload_obj] if workload_obj is not None else [o for o in (owner_obj,) if o]
-    events_read = asyncio.ensure_future(_events(reader, about))
-    await asyncio.gather(local_queue, pods_read, position_read, events_read)
+    events_read = _start(lambda: _events(reader, about))
+    await _all(local_queue, pods_read, position_read, events_read)
     pods = pods_read.result()
 
     admitted_in = (status(workload_obj or {}).get("admission") or {}).get("clusterQueue")
@@ -206,30 +230,29 @@ async def load_input(
 
     cluster_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no ClusterQueue name"))
     if cq_name:
-        cluster_queue = asyncio.ensure_future(
-            observe(reader.get(CLUSTER_QUEUE, None, str(cq_name)))
-        )
+        cluster_queue = _start(lambda: observe(reader.get(CLUSTER_QUEUE, None, str(cq_name))))
     nodes: asyncio.Future[ObservedList] = _ready(dx.Absent("no unplaced Pod"))
     pod_events: asyncio.Future[ObservedList] = _ready([])
     if unplaced:
-        nodes = asyncio.ensure_future(observe(reader.list_objects(NODE)))
-        pod_events = asyncio.ensure_future(_events(reader, unplaced))
+        nodes = _start(lambda: observe(reader.list_objects(NODE)))
+        pod_events = _start(lambda: _events(reader, unplaced))
     # Flavors make a taint remedy exact; AdmissionChecks say who decides a pending check.
     flavors: asyncio.Future[ObservedList] = _ready(dx.Absent("no flavor in question"))
     if "in flavor " in _quota_message(workload_obj):
-        flavors = asyncio.ensure_future(observe(reader.list_objects(RESOURCE_FLAVOR)))
+        flavors = _start(lambda: observe(reader.list_objects(RESOURCE_FLAVOR)))
     checks: asyncio.Future[ObservedList] = _ready(dx.Absent("no admission checks"))
     if status(workload_obj or {}).get("admissionChecks"):
-        checks = asyncio.ensure_future(observe(reader.list_objects(ADMISSION_CHECK)))
-    await asyncio.gather(cluster_queue, nodes, pod_events, flavors, checks)
+        checks = _start(lambda: observe(reader.list_objects(ADMISSION_CHECK)))
+    await _all(cluster_queue, nodes, pod_events, flavors, checks)
 
     cluster_queues: ObservedList = dx.Absent("not in a cohort")
     cohorts: ObservedList = dx.Absent("not in a cohort")
     cq = _known(cluster_queue.result())
     if cq is not None and spec(cq).get("cohortName"):
-        cluster_queues, cohorts = await asyncio.gather(
-            observe(reader.list_objects(CLUSTER_QUEUE)), observe(reader.list_objects(COHORT))
-        )
+        cluster_queues_read = _start(lambda: observe(reader.list_objects(CLUSTER_QUEUE)))
+        cohorts_read = _start(lambda: observe(reader.list_objects(COHORT)))
+        await _all(cluster_queues_read, cohorts_read)
+        cluster_queues, cohorts = cluster_queues_read.result(), cohorts_read.result()
 
     admission_checks = checks.result()
     if cq is not None and isinstance(admission_checks, dx.Absent) and _names_admission_check(cq):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import os
 import subprocess
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -154,7 +157,7 @@ async def live_server(service_kubeconfig: Any) -> AsyncIterator[Server]:
         service_kubeconfig,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
-        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, per_connection=3),
+        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, per_connection=3, send_queue=2),
     ) as started:
         yield started
 
@@ -289,7 +292,9 @@ async def test_another_namespace_is_forbidden_and_nothing_else(
         message = await next_message(sub, 10)
         assert message["type"] == "next", message
         assert message["payload"]["data"] is None
-        assert [e["extensions"]["code"] for e in message["payload"]["errors"]] == ["FORBIDDEN"]
+        assert [e["extensions"]["code"] for e in message["payload"]["errors"]] == ["FORBIDDEN"], (
+            message
+        )
         assert (await next_message(sub, 10))["type"] == "complete"
 
 
@@ -386,3 +391,93 @@ async def test_tasks_freed_when_clients_close(
         await asyncio.sleep(0.1)
     assert not leftover(), leftover()
     assert live_server.app.state.services.live.total == 0
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _pooled_connections(kube: Any) -> int:
+    """Idle keep-alive connections a client's pool holds (sockets it may reuse, up to its
+    bound): not a leak, so they are subtracted from the process' fd count."""
+    connector = kube.api_client.rest_client.pool_manager.connector
+    return sum(len(held) for held in connector._conns.values())
+
+
+def _in_use_connections(kube: Any) -> int:
+    connector = kube.api_client.rest_client.pool_manager.connector
+    return len(connector._acquired)
+
+
+async def test_fds_and_tasks_return_to_baseline_after_many_close(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    """Subscriptions closed at every point of their life (mid-first-diagnosis, while waiting
+    for a change, while a burst of changes is being recomputed) free everything they held:
+    tasks, watch connections (fds), and leave no coroutine that was never awaited."""
+    _apply(cluster, JOB)
+    variables = {"ns": "team-a", "kind": "Job", "name": "live-quota-held"}
+    services = live_server.app.state.services
+    watch_kube = services.watch_kube
+
+    async def one_round(connections: int) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            subs = [
+                await stack.enter_async_context(subscriber(live_server.url, cluster.token("alice")))
+                for _ in range(connections)
+            ]
+            for sub in subs:
+                for op in ("1", "2", "3"):
+                    await sub.subscribe(op, DIAGNOSIS, variables)
+            # Half the connections close within the first diagnosis, at staggered moments, so
+            # their subscriptions are cancelled at every await of it.
+            for index, sub in enumerate(subs[: connections // 2]):
+                await asyncio.sleep(0.02 * index)
+                await sub.socket.close()
+            for sub in subs[connections // 2 :]:
+                for _ in range(3):
+                    assert (await next_message(sub, 30))["type"] == "next"
+            # Events flowing while the rest close.
+            for active in ("false", "true"):
+                cluster.kubectl(
+                    "patch",
+                    "job",
+                    "live-quota-held",
+                    "-n",
+                    "team-a",
+                    "--type=merge",
+                    "-p",
+                    f'{{"metadata":{{"labels":{{"bench-flip":"{active}"}}}}}}',
+                )
+            await asyncio.sleep(0.3)
+
+    await one_round(2)  # warm-up: pools, caches and lazily created objects exist after it
+    await asyncio.sleep(1)
+    gc.collect()
+    before_tasks = asyncio.all_tasks()
+    before_fds = _open_fds() - _pooled_connections(services.kube) - _pooled_connections(watch_kube)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await one_round(20)
+
+        def leftover_tasks() -> list[str]:
+            return sorted(
+                str(t.get_coro()) for t in asyncio.all_tasks() - before_tasks if not t.done()
+            )
+
+        def extra_fds() -> int:
+            now = _open_fds() - _pooled_connections(services.kube)
+            return now - _pooled_connections(watch_kube) - before_fds
+
+        for _ in range(150):
+            if not leftover_tasks() and extra_fds() <= 0 and not _in_use_connections(watch_kube):
+                break
+            await asyncio.sleep(0.1)
+        gc.collect()
+    never_awaited = [str(w.message) for w in caught if "never awaited" in str(w.message)]
+    assert not never_awaited, never_awaited
+    assert not leftover_tasks(), leftover_tasks()
+    assert _in_use_connections(watch_kube) == 0
+    assert extra_fds() <= 0, f"{extra_fds()} fds more than before the subscriptions opened"
+    assert services.live.total == 0
