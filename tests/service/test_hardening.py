@@ -16,7 +16,7 @@ from kueue_graphql.cli import _parser, settings_from
 from tests.cluster.driver import Cluster
 from tests.query_bombs import fan_out
 from tests.service.conftest import Server, running_server
-from tests.service.test_bad_input import assert_error
+from tests.service.test_bad_input import VIEWER, assert_error
 
 pytestmark = pytest.mark.cluster
 
@@ -116,6 +116,38 @@ async def test_slow_headers_are_cut_with_408(server: Server) -> None:
     writer.close()
     assert answer.startswith(b"HTTP/1.1 408"), answer
     assert time.monotonic() - started < 20
+
+
+async def test_requests_over_the_concurrency_cap_get_503(
+    service_kubeconfig: Path, cluster: Cluster
+) -> None:
+    # Finding 4: no concurrency limit. The default cap's 100 requests hold their slots (their
+    # bodies never finish); the next is refused at once with Retry-After, /healthz is not
+    # counted. A server of its own, so no other test meets the held connections.
+    cap = 100  # --max-concurrent-requests' default (docs/service.md, Limits)
+    async with running_server(service_kubeconfig) as server:
+        held = []
+        try:
+            for _ in range(cap):
+                _, writer = await _open(server)
+                writer.write(
+                    b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 100\r\n\r\n{"
+                )
+                held.append(writer)
+            for writer in held:
+                await writer.drain()
+            await asyncio.sleep(1)
+            response = await server.post(VIEWER, token=cluster.token("viewer"))
+            assert_error(response, 503, "UNAVAILABLE", "busy")
+            assert response.headers["retry-after"] == "1"
+            assert (await server.http.get("/healthz")).status_code == 200
+        finally:
+            for writer in held:
+                writer.close()
+        await asyncio.sleep(1)
+        body = await server.query(VIEWER, token=cluster.token("viewer"))
+        assert body["data"]["viewer"]["username"] == "viewer"
 
 
 async def test_token_in_query_string_is_not_logged(
