@@ -21,7 +21,7 @@ from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
-from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS
+from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS, ReadMode
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
@@ -254,6 +254,15 @@ def _parser() -> argparse.ArgumentParser:
         "quota: also its quota, usage and headroom (read under the service's own identity)",
     )
 
+    serve.add_argument(
+        "--read-mode",
+        choices=[mode.value for mode in ReadMode],
+        default=_env("read_mode", ReadMode.IMPERSONATE.value),
+        help="impersonate (default): every read made as the caller; cache: Kueue objects from "
+        "a watch-fed cache read under the service's identity (needs get/list/watch on them), "
+        "each one authorized for the caller by SubjectAccessReview",
+    )
+
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
 
     why = commands.add_parser(
@@ -364,6 +373,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             max_page_size=args.max_page_size,
         ),
         quota_disclosure=QuotaDisclosure(args.quota_disclosure),
+        read_mode=ReadMode(args.read_mode),
     )
 
 

@@ -18,6 +18,7 @@ from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.changes import ChangeSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.lookups import ApiServerReader, KueueReader
+from kueue_graphql.lookups.cached import CacheReader, KueueCache
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, ServiceQuotaReads
 
 
@@ -88,12 +89,16 @@ class RequestContext:
         impersonate: bool,
         limits: RequestLimits,
         quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE,
+        cache: KueueCache | None = None,
     ) -> RequestContext:
         meter = ApiCallMeter(
             budget=limits.api_call_budget, deadline=time.monotonic() + limits.deadline_seconds
         )
         identity = LazyIdentity(lambda: authenticate(meter))
-        reads = ApiServerReader(client, authorizer, identity, impersonate=impersonate, meter=meter)
+        direct = ApiServerReader(client, authorizer, identity, impersonate=impersonate, meter=meter)
+        # `cache` read mode: Kueue kinds from the shared cache, authorized per caller; the rest
+        # read as the caller. The resolvers see a KueueReader either way.
+        reads: KueueReader = direct if cache is None else CacheReader(direct, cache)
         # The service reads as itself only when an admin turned the disclosure policy on.
         disclosure = (
             DisclosurePolicy(quota_disclosure, ServiceQuotaReads(client, meter))

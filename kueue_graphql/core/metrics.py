@@ -33,6 +33,12 @@ API_CALLS = Counter(
     ["verb", "resource", "status"],
     registry=REGISTRY,
 )
+API_RESPONSE_BYTES = Counter(
+    "kueue_graphql_api_response_bytes",
+    "Bytes of response bodies read from the Kubernetes API server, by verb and resource.",
+    ["verb", "resource"],
+    registry=REGISTRY,
+)
 API_CALL_SECONDS = Histogram(
     "kueue_graphql_api_call_duration_seconds",
     "Latency of calls to the Kubernetes API server.",

@@ -188,19 +188,23 @@ class ClusterQueue(KubeObject):
         items = (await reads(info).local_queues(cluster_queue=self.ref_name)).items
         return [LocalQueue.from_json(q) for q in items]
 
-    @field(description="Workloads admitted here or pending in one of its LocalQueues.")
+    @field(description="Workloads admitted here or pending in one of its LocalQueues, paged.")
     async def workloads(
         self,
         info: Info,
+        first: int,
+        after: str | None = None,
         status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
         | None = None,
-    ) -> list[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
+    ) -> Connection[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
         from kueue_graphql.graph.workload import Workload
 
-        mine = await reads(info).workloads(
-            cluster_queue=self.ref_name, status=status.value if status is not None else None
+        found = await reads(info).workloads(
+            cluster_queue=self.ref_name,
+            status=status.value if status is not None else None,
+            page=page_request(info, first, after),
         )
-        return [Workload.from_json(w) for w in mine.items]
+        return connection(found, Workload.from_json)
 
 
 @strawberry.type

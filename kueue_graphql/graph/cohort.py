@@ -9,9 +9,10 @@ import strawberry
 from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.clusterqueue import ClusterQueue, ResourceGroup, resource_groups
 from kueue_graphql.graph.common import JSON, Info, as_json, field, metadata, reads, spec
-from kueue_graphql.graph.pagination import Connection, paginate
+from kueue_graphql.graph.pagination import Connection, connection, page_request, paginate
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import COHORT
+from kueue_graphql.lookups.paging import page_of
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.event import Event
@@ -56,17 +57,22 @@ class Cohort:
     async def raw(self, info: Info) -> JSON | None:
         return as_json(await self.obj(info))
 
-    @field(description="ClusterQueues whose `cohortName` is this cohort.")
-    async def members(self, info: Info) -> list[ClusterQueue] | None:
-        items = (await reads(info).cluster_queues(cohort=self.name)).items
-        return [ClusterQueue.from_json(q) for q in items]
-
-    @field(description="Cohorts whose `parentName` is this cohort.")
-    async def children(self, info: Info) -> list[Cohort] | None:
-        items = await reads(info).child_cohorts(self.name)
-        return sorted(
-            (Cohort(name=str(metadata(c).get("name"))) for c in items), key=lambda c: c.name
+    @field(description="ClusterQueues whose `cohortName` is this cohort, paged.")
+    async def members(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[ClusterQueue] | None:
+        found = await reads(info).cluster_queues(
+            cohort=self.name, page=page_request(info, first, after)
         )
+        return connection(found, ClusterQueue.from_json)
+
+    @field(description="Cohorts whose `parentName` is this cohort, paged.")
+    async def children(
+        self, info: Info, first: int, after: str | None = None
+    ) -> Connection[Cohort] | None:
+        # Cohorts are few and cluster-scoped: the list is read whole, then paged.
+        page = page_of(await reads(info).child_cohorts(self.name), page_request(info, first, after))
+        return connection(page, lambda c: Cohort(name=str(metadata(c).get("name"))))
 
     @strawberry.field
     async def events(

@@ -30,4 +30,9 @@ class ApiCallCount(SchemaExtension):
         context = self.execution_context.context
         if not isinstance(context, RequestContext):
             return {}
-        return {"apiCalls": len(context.meter.calls)}
+        results: dict[str, Any] = {"apiCalls": len(context.meter.calls)}
+        # `cache` read mode: how fresh the Kueue objects this answer was built from are.
+        cache = context.reads.cache_report()
+        if cache is not None:
+            results["cache"] = cache
+        return results

@@ -76,21 +76,24 @@ class LocalQueue(KubeObject):
     async def flavors_usage(self, info: Info) -> list[FlavorUsage] | None:
         return flavor_usages(status(await self.obj(info)).get("flavorsUsage"))
 
-    @field(description="Workloads submitted to this LocalQueue.")
+    @field(description="Workloads submitted to this LocalQueue, paged.")
     async def workloads(
         self,
         info: Info,
+        first: int,
+        after: str | None = None,
         status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
         | None = None,
-    ) -> list[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
+    ) -> Connection[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
         from kueue_graphql.graph.workload import Workload
 
         found = await reads(info).workloads(
             self.ref_namespace,
             local_queue=self.ref_name,
             status=status.value if status is not None else None,
+            page=page_request(info, first, after),
         )
-        return [Workload.from_json(w) for w in found.items]
+        return connection(found, Workload.from_json)
 
 
 @strawberry.type

@@ -57,14 +57,19 @@ class ResourceFlavor(KubeObject):
         name = spec(await self.obj(info)).get("topologyName")
         return Topology.ref(name) if name else None
 
-    @field(description="ClusterQueues that offer this flavor.")
+    @field(description="ClusterQueues that offer this flavor, paged.")
     async def cluster_queues(
-        self, info: Info
-    ) -> list[Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")]] | None:
+        self, info: Info, first: int, after: str | None = None
+    ) -> (
+        Connection[Annotated[ClusterQueue, strawberry.lazy("kueue_graphql.graph.clusterqueue")]]
+        | None
+    ):
         from kueue_graphql.graph.clusterqueue import ClusterQueue
 
-        items = (await reads(info).cluster_queues(flavor=self.ref_name)).items
-        return [ClusterQueue.from_json(q) for q in items]
+        found = await reads(info).cluster_queues(
+            flavor=self.ref_name, page=page_request(info, first, after)
+        )
+        return connection(found, ClusterQueue.from_json)
 
     @field(description="Nodes carrying all of this flavor's `nodeLabels`.")
     async def nodes(

@@ -4,16 +4,25 @@ Parsing and validation happen before the caller's token is reviewed (it is revie
 field first needs the caller), so they must be cheap for any document anyone can send:
 graphql-core parses at most `max_tokens` tokens, `query_cost` measures the document in one
 pass with fragments memoized, and only a document within every limit is validated, with a
-deadline. Parsed documents and validation results are cached (LRU, keyed by the query text),
-so a client repeating its queries pays for neither again.
+deadline. Validation results are cached (LRU, keyed by the query text), and so are the parsed
+documents of queries that validated, so a client repeating its queries pays for neither again.
+
+What is cached must stay small for the garbage collector: a parsed document is about ten
+objects per token, and each full collection walks every object the process holds. When every
+parsed document was kept (256 of them), 300 distinct 1,900-field documents, sent with any
+token, left 2.5 million objects behind and full collections of 0.7 s on the one event loop.
+So refused documents are never kept (their errors are kept without their AST nodes), and the
+kept documents are bounded by the total length of their text.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import functools
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import strawberry
@@ -54,59 +63,140 @@ from kueue_graphql.graph.subscription import Subscription
 
 __all__ = ["QueryLimits", "build_schema", "schema_sdl"]
 
-# Distinct query texts whose parse and validation results are kept.
+# Distinct query texts whose validation results are kept (errors without AST nodes).
 DOCUMENT_CACHE_SIZE = 256
+# Total characters of the query texts whose parsed documents are kept (documents that
+# validated only): about 100,000 AST objects at most.
+PARSED_CACHE_CHARACTERS = 256 * 1024
 
 ValidationKey = tuple[str, tuple[type[ASTValidationRule], ...]]
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """A query text's parse and validation: the document and the errors that refuse it (empty:
+    it may run)."""
+
+    document: DocumentNode
+    errors: list[GraphQLError]
+
+
+# Documents not seen before are analysed here, one at a time and in order of arrival, off the
+# event loop: while a bomb is parsed and refused, the loop still answers /healthz and requests
+# whose documents are cached (the GIL passes between threads every few ms,
+# sys.getswitchinterval()). One thread, so concurrent bombs queue behind each other instead of
+# sharing the loop's GIL time among themselves.
+_analysis_thread: ThreadPoolExecutor | None = None
+
+
+def _analysis_executor() -> ThreadPoolExecutor:
+    global _analysis_thread
+    if _analysis_thread is None:
+        _analysis_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphql-analysis")
+    return _analysis_thread
+
+
 class DocumentChecks:
-    """Parse and validate with the limits, cached; one per schema, shared by every request."""
+    """Parse and validate with the limits, cached; one per schema, shared by every request.
+    The caches are read and written on the event loop only; the analysis thread runs pure
+    functions of the text."""
 
     def __init__(self, limits: QueryLimits) -> None:
         self.limits = limits
-        self.parsed: LRUCache[str, DocumentNode] = LRUCache(maxsize=DOCUMENT_CACHE_SIZE)
-        self.validated: LRUCache[ValidationKey, list[GraphQLError]] = LRUCache(
-            maxsize=DOCUMENT_CACHE_SIZE
+        self.parsed: LRUCache[str, DocumentNode] = LRUCache(
+            maxsize=PARSED_CACHE_CHARACTERS, getsizeof=_text_length
         )
+        # Refusals only: a valid document is known by being in `parsed`.
+        self.validated: LRUCache[ValidationKey, Analysis] = LRUCache(maxsize=DOCUMENT_CACHE_SIZE)
 
-    def parse(self, query: str) -> DocumentNode:
-        """Raises graphql-core's GraphQLError for a syntax error or too many tokens."""
+    def cached(self, query: str, rules: tuple[type[ASTValidationRule], ...]) -> Analysis | None:
+        refused = self.validated.get((query, rules))
+        if refused is not None:
+            return refused
         document = self.parsed.get(query)
-        if document is None:
-            document = parse(query, max_tokens=self.limits.max_tokens)
-            self.parsed[query] = document
-        return document
+        return None if document is None else Analysis(document, [])
 
-    def validate(
-        self,
-        schema: GraphQLSchema,
-        query: str,
-        document: DocumentNode,
-        rules: tuple[type[ASTValidationRule], ...],
-    ) -> list[GraphQLError]:
-        key = (query, rules)
-        errors = self.validated.get(key)
-        if errors is not None:
-            return errors
-        deadline = time.perf_counter() + self.limits.max_analysis_seconds
+    async def check(
+        self, schema: GraphQLSchema, query: str, rules: tuple[type[ASTValidationRule], ...]
+    ) -> Analysis:
+        """The document to run (or, when refused, a stand-in of the same operations) and the
+        errors refusing it."""
+        found = self.cached(query, rules)
+        if found is not None:
+            return found
+        loop = asyncio.get_running_loop()
+        document, errors = await loop.run_in_executor(
+            _analysis_executor(), self.analyse, schema, query, rules
+        )
+        if errors:
+            # Nothing of the refused document is kept: its errors keep their message and
+            # positions in the query text, not its AST nodes, and a stand-in keeps its
+            # operations' names and types (strawberry answers by type: a subscription POSTed
+            # over HTTP is told to use WebSocket). A document that ran out of time is not kept
+            # (whether it finishes depends on the machine's load).
+            refused = Analysis(stand_in(document), [detached(e) for e in errors])
+            if not any(e.message.startswith(_OUT_OF_TIME) for e in errors):
+                self.validated[(query, rules)] = refused
+            return refused
+        assert document is not None  # parsed, since nothing refused it
+        if len(query) <= PARSED_CACHE_CHARACTERS // 16:
+            self.parsed[query] = document
+        return Analysis(document, [])
+
+    def analyse(
+        self, schema: GraphQLSchema, query: str, rules: tuple[type[ASTValidationRule], ...]
+    ) -> tuple[DocumentNode | None, list[GraphQLError]]:
+        """Parse, measure and validate `query` within the CPU budget (time.thread_time of the
+        thread that runs this, so the budget is the document's own, whatever the load)."""
+        deadline = time.thread_time() + self.limits.max_analysis_seconds
+        try:
+            document = parse(query, max_tokens=self.limits.max_tokens)
+        except GraphQLError as error:
+            return None, [error]
         try:
             measure_document(document, self.limits, deadline=deadline)
         except QueryRefusedError as refused:
-            errors = [GraphQLError(refused.message)]
-        else:
-            token = validation_deadline.set(deadline)
-            try:
-                errors = validate_document(schema, document, (*rules, ValidationDeadline))
-            except ValidationDeadlineError:
-                # Not cached: whether it finishes in time depends on the machine's load.
-                budget_ms = self.limits.max_analysis_seconds * 1000
-                message = f"the query is too expensive to validate (over {budget_ms:.0f} ms)"
-                return [GraphQLError(message)]
-            finally:
-                validation_deadline.reset(token)
-        self.validated[key] = errors
-        return errors
+            return document, [GraphQLError(refused.message)]
+        token = validation_deadline.set(deadline)
+        try:
+            errors = validate_document(schema, document, (*rules, ValidationDeadline))
+        except ValidationDeadlineError:
+            budget_ms = self.limits.max_analysis_seconds * 1000
+            return document, [GraphQLError(f"{_OUT_OF_TIME} (over {budget_ms:.0f} ms)")]
+        finally:
+            validation_deadline.reset(token)
+        return document, errors
+
+
+_OUT_OF_TIME = "the query is too expensive to validate"
+
+
+def stand_in(document: DocumentNode | None) -> DocumentNode:
+    """What a refused document is replaced by, so that strawberry neither parses the text again
+    nor validates it (the refusal is set as its pre-execution errors): the same operations,
+    each selecting `__typename` (a query when the text did not parse)."""
+    operations = [
+        f"{d.operation.value} {d.name.value if d.name else ''} {{ __typename }}"
+        for d in (document.definitions if document is not None else ())
+        if isinstance(d, OperationDefinitionNode)
+    ]
+    return parse(" ".join(operations) or "{ __typename }")
+
+
+def _text_length(document: DocumentNode) -> int:
+    return len(document.loc.source.body) if document.loc is not None else 1
+
+
+def detached(error: GraphQLError) -> GraphQLError:
+    """The error as the caller sees it (message, locations, extensions), without the AST."""
+    return GraphQLError(
+        error.message,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        original_error=error.original_error,
+        extensions=error.extensions,
+    )
 
 
 class QueryLimitsCheck(SchemaExtension):
@@ -116,29 +206,17 @@ class QueryLimitsCheck(SchemaExtension):
     def __init__(self, checks: DocumentChecks) -> None:
         self.checks = checks
 
-    def on_parse(self) -> Iterator[None]:
+    async def on_parse(self) -> AsyncIterator[None]:
         context = self.execution_context
-        # Strawberry parses itself when this leaves no document (a syntax error or too many
-        # tokens): with the same limit, so it reports the same error.
         context.parse_options["max_tokens"] = self.checks.limits.max_tokens
         if context.query and context.graphql_document is None:
-            with contextlib.suppress(GraphQLError):
-                context.graphql_document = self.checks.parse(context.query)
-        yield
-
-    def on_validate(self) -> Iterator[None]:
-        context = self.execution_context
-        if (
-            context.query
-            and context.graphql_document is not None
-            and context.pre_execution_errors is None
-        ):
-            context.pre_execution_errors = self.checks.validate(
-                context.schema._schema,
-                context.query,
-                context.graphql_document,
-                context.validation_rules,
+            analysis = await self.checks.check(
+                context.schema._schema, context.query, tuple(context.validation_rules)
             )
+            context.graphql_document = analysis.document
+            # Set here, so strawberry's own validation does not run again (an empty list: the
+            # document is valid).
+            context.pre_execution_errors = analysis.errors
         yield
 
 
@@ -192,10 +270,14 @@ class ServiceSchema(strawberry.Schema):
         """The root field of a subscription document (cached parse), else None."""
         if not query:
             return None
-        try:
-            document = self.checks.parse(query)
-        except GraphQLError:
-            return None
+        # Streaming starts after validation, so the document is normally in the cache; one
+        # evicted meanwhile passed the limits and parses within them.
+        document = self.checks.parsed.get(query)
+        if document is None:
+            try:
+                document = parse(query, max_tokens=self.checks.limits.max_tokens)
+            except GraphQLError:
+                return None
         name = operation_name if isinstance(operation_name, str) else None
         operation = get_operation_ast(document, name)
         if not isinstance(operation, OperationDefinitionNode):

@@ -1,6 +1,6 @@
 """The HTTP face: POST /graphql, GraphiQL, health and readiness."""
 
 from kueue_graphql.http.app import build_app
-from kueue_graphql.http.settings import AuthMode, ServerSettings
+from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
 
-__all__ = ["AuthMode", "ServerSettings", "build_app"]
+__all__ = ["AuthMode", "ReadMode", "ServerSettings", "build_app"]

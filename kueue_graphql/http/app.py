@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -50,11 +51,12 @@ from kueue_graphql.http.middleware import (
     DropImpersonationHeaders,
 )
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
-from kueue_graphql.http.settings import AuthMode, ServerSettings
+from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.changes import WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.transport import build_api_client, close_api_client
+from kueue_graphql.lookups.cached import KueueCache
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,8 @@ class Services:
     watch_kube: KubeClient
     # Why the service's own identity cannot serve callers (empty: it can); /readyz reports it.
     identity_problems: list[str] = field(default_factory=list)
+    # `cache` read mode only: the watch-fed stores of the Kueue kinds.
+    cache: KueueCache | None = None
 
 
 def build_services(
@@ -270,6 +274,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
             impersonate=services.authenticator.impersonates,
             limits=self.settings.request_limits,
             quota_disclosure=self.settings.quota_disclosure,
+            cache=services.cache,
         )
 
     async def on_ws_connect(self, context: RequestContext) -> UnsetType | None | dict[str, object]:
@@ -356,6 +361,11 @@ async def readyz(request: Request) -> Response:
     except (ServiceError, TimeoutError):
         host = services.kube.api_client.configuration.host
         return PlainTextResponse(f"Kubernetes API server {host} unreachable", status_code=503)
+    if services.cache is not None:
+        # Not ready before every informer has synced, nor while a watch stays broken.
+        cache_problems = services.cache.problems()
+        if cache_problems:
+            return PlainTextResponse("\n".join(cache_problems), status_code=503)
     if services.identity_problems:
         # Asked again, so that a ClusterRoleBinding added later makes the pod ready.
         services.identity_problems = await service_identity_problems(services.kube)
@@ -394,9 +404,23 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             app.state.services.identity_problems = problems
             for problem in problems:
                 log.error("not ready: %s", problem)
+        # What exists now (modules, the schema, the clients: some 100,000 objects) lives as long
+        # as the server. Frozen, the garbage collector's full collections skip it; otherwise
+        # each one walks it all, 50-70 ms during which the event loop answers nothing.
+        gc.collect()
+        gc.freeze()
+        if settings.read_mode is ReadMode.CACHE:
+            # Informers read under the service's own identity, on the watch client's pool.
+            cache = KueueCache(watch_client)
+            cache.start()
+            app.state.services.cache = cache
+            log.info("read mode cache: Kueue kinds from watch-fed stores, authorized per caller")
         try:
             yield
         finally:
+            gc.unfreeze()
+            if app.state.services.cache is not None:
+                await app.state.services.cache.stop()
             await close_api_client(watch_client.api_client)
             if owned:
                 await close_api_client(client.api_client)

@@ -16,6 +16,14 @@ class AuthMode(StrEnum):
     LOCAL = "local"
 
 
+class ReadMode(StrEnum):
+    # Every read made for the request, as the caller: the API server enforces RBAC.
+    IMPERSONATE = "impersonate"
+    # Kueue kinds from a watch-fed cache (read as the service), each read authorized for the
+    # caller by SubjectAccessReview; Jobs, Pods, Events, Nodes still read as the caller.
+    CACHE = "cache"
+
+
 # A deleted ServiceAccount or revoked token keeps working through the service for as long as
 # its TokenReview answer is cached: never longer than this.
 MAX_TOKEN_CACHE_TTL_SECONDS = 300.0
@@ -52,3 +60,4 @@ class ServerSettings:
     # Off by default: see kueue_graphql/lookups/disclosure.py and docs/service.md.
     quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE
     live_limits: LiveLimits = field(default_factory=LiveLimits)
+    read_mode: ReadMode = ReadMode.IMPERSONATE

@@ -20,7 +20,13 @@ import aiohttp
 
 from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
 from kueue_graphql.core.identity import Identity
-from kueue_graphql.core.metrics import API_CALL_SECONDS, API_CALLS, api_resource, api_verb
+from kueue_graphql.core.metrics import (
+    API_CALL_SECONDS,
+    API_CALLS,
+    API_RESPONSE_BYTES,
+    api_resource,
+    api_verb,
+)
 from kueue_graphql.kube.transport import IMPERSONATE_PREFIX
 
 log = logging.getLogger(__name__)
@@ -185,6 +191,7 @@ class KubeClient:
                 "the Kubernetes API server is unreachable or too slow"
             ) from error
         API_CALLS.labels(verb, resource, str(status)).inc()
+        API_RESPONSE_BYTES.labels(verb, resource).inc(len(payload))
         API_CALL_SECONDS.labels(verb, resource).observe(time.monotonic() - started)
         if 200 <= status < 300:
             decoded = json.loads(payload)

@@ -54,6 +54,9 @@ async def _keep_all(items: list[JsonObject]) -> list[JsonObject]:
 class ApiServerReader(RequestReads):
     """`KueueReader` over per-request, impersonated API reads (see RequestReads)."""
 
+    def cache_report(self) -> JsonObject | None:
+        return None  # every answer is read from the API server for this request
+
     async def list_page(
         self,
         resource: Resource,

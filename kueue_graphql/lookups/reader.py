@@ -26,6 +26,11 @@ class KueueReader(Protocol):
 
     async def may(self, access: Access) -> bool: ...
 
+    def cache_report(self) -> JsonObject | None:
+        """How fresh the cached data this request read is (None: nothing came from a cache),
+        for the response's `extensions`."""
+        ...
+
     # -- objects and lists, as `kubectl get` would show them ---------------------------------
 
     async def get(self, resource: Resource, namespace: str | None, name: str) -> JsonObject: ...

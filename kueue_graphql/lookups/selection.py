@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.kube.client import JsonObject
 
@@ -42,3 +45,76 @@ def owned_by(workload: JsonObject, owner_uid: str | None, kind: str, name: str) 
 
 def newest(objects: list[JsonObject]) -> JsonObject:
     return max(objects, key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp", "")))
+
+
+_SELECTOR_TERM = re.compile(
+    r"""\s*(?:
+        (?P<absent>!)\s*(?P<absent_key>[\w./-]+)
+      | (?P<set_key>[\w./-]+)\s+(?P<set_op>in|notin)\s*\((?P<values>[^()]*)\)
+      | (?P<key>[\w./-]+)\s*(?:(?P<op>==|!=|=)\s*(?P<value>[\w.-]*))?
+    )\s*(?:,|$)""",
+    re.VERBOSE,
+)
+
+
+def label_selector(selector: str | None) -> Callable[[JsonObject], bool] | None:
+    """A predicate for a Kubernetes label selector (equality and set forms), or None when the
+    selector uses a form this does not parse (the caller then asks the API server)."""
+    # (key, operator, values): operator one of exists, absent, in, notin.
+    requirements: list[tuple[str, str, frozenset[str]]] = []
+    text = (selector or "").strip()
+    position = 0
+    while position < len(text):
+        match = _SELECTOR_TERM.match(text, position)
+        if match is None or match.end() == position:
+            return None
+        position = match.end()
+        if match["absent"]:
+            requirements.append((match["absent_key"], "absent", frozenset()))
+        elif match["set_key"]:
+            values = frozenset(v.strip() for v in match["values"].split(",") if v.strip())
+            requirements.append((match["set_key"], match["set_op"], values))
+        elif match["op"] is None:
+            requirements.append((match["key"], "exists", frozenset()))
+        else:
+            operator = "notin" if match["op"] == "!=" else "in"
+            requirements.append((match["key"], operator, frozenset({match["value"]})))
+
+    def matches(obj: JsonObject) -> bool:
+        labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+        for key, operator, values in requirements:
+            if operator == "exists" and key not in labels:
+                return False
+            if operator == "absent" and key in labels:
+                return False
+            if operator == "in" and labels.get(key) not in values:
+                return False
+            if operator == "notin" and labels.get(key) in values:
+                return False
+        return True
+
+    return matches
+
+
+def field_selector(selector: str | None) -> Callable[[JsonObject], bool] | None:
+    """A predicate for the field selectors every kind supports (metadata.name and
+    metadata.namespace, = / == / !=), or None for any other (the API server is asked)."""
+    requirements: list[tuple[str, bool, str]] = []
+    for term in (selector or "").split(","):
+        term = term.strip()
+        if not term:
+            continue
+        match = re.fullmatch(r"metadata\.(name|namespace)\s*(==|!=|=)\s*([\w.-]*)", term)
+        if match is None:
+            return None
+        attribute, operator, value = match.groups()
+        requirements.append((attribute, operator != "!=", value))
+
+    def matches(obj: JsonObject) -> bool:
+        meta = obj.get("metadata") or {}
+        return all(
+            (str(meta.get(attribute) or "") == value) is equal
+            for attribute, equal, value in requirements
+        )
+
+    return matches

@@ -50,9 +50,15 @@ USERS: dict[str, tuple[str, ...]] = {
     "viewer": (),
     "nobody": (),
     "grace": ("engineering", "team-a-readers"),
+    # RBAC limited by resourceNames: `get` on named objects only, no list.
+    "carol": (),
+    # Read through an aggregated ClusterRole (the clusterrole-aggregation controller fills it).
+    "dave": (),
 }
 
 SERVER_SERVICE_ACCOUNT = ("kueue-graphql", "kueue-graphql")
+# The same service in `serve --read-mode cache`: it also may get/list/watch the Kueue kinds.
+CACHE_SERVER_SERVICE_ACCOUNT = ("kueue-graphql", "kueue-graphql-cache")
 
 # Only the webhooks Kueue serves with the batch/job integration alone.
 _SERVED_WEBHOOK_PATHS = ("kueue-x-k8s-io", "batch-v1-job")
@@ -123,6 +129,10 @@ class Cluster:
     @property
     def server_kubeconfig(self) -> Path:
         return self.state_dir / "users" / "kueue-graphql-server.kubeconfig"
+
+    @property
+    def cache_server_kubeconfig(self) -> Path:
+        return self.state_dir / "users" / "kueue-graphql-cache-server.kubeconfig"
 
     def kubeconfig(self, user: str) -> Path:
         if user == "admin":
@@ -521,7 +531,7 @@ class _Starter:
                 f"--root-ca-file={ca.pair.cert}",
                 "--controllers=job-controller,serviceaccount-controller,"
                 "garbage-collector-controller,namespace-controller,"
-                "root-ca-certificate-publisher-controller",
+                "root-ca-certificate-publisher-controller,clusterrole-aggregation-controller",
             ],
         )
         self.launcher.start(
@@ -646,6 +656,26 @@ class _Starter:
         token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
         _kubeconfig(
             self.cluster.server_kubeconfig, api_url, ca.pem, f"{namespace}:{name}", {"token": token}
+        )
+        _wait(
+            "the aggregated ClusterRole kueue-graphql-aggregated-reader to be filled",
+            lambda: len(
+                self.cluster.get_json("clusterrole", "kueue-graphql-aggregated-reader").get("rules")
+                or []
+            )
+            >= 2,
+            60,
+            progress,
+            None,
+        )
+        namespace, name = CACHE_SERVER_SERVICE_ACCOUNT
+        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
+        _kubeconfig(
+            self.cluster.cache_server_kubeconfig,
+            api_url,
+            ca.pem,
+            f"{namespace}:{name}",
+            {"token": token},
         )
         progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
         return self.cluster

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ import httpx
 import pytest
 import uvicorn
 
-from kueue_graphql.http import AuthMode, ServerSettings, build_app
+from kueue_graphql.http import AuthMode, ReadMode, ServerSettings, build_app
 from kueue_graphql.http.server import uvicorn_config
 from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
@@ -106,7 +107,57 @@ def service_kubeconfig(cluster: Cluster) -> Path:
     return cluster.server_kubeconfig
 
 
+BOTH_READ_MODES = "both_read_modes"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests in modules (or classes) marked `both_read_modes` run once per read mode: their
+    `server` is the impersonate-mode server, then the cache-mode one."""
+    if "read_mode" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        BOTH_READ_MODES
+    ):
+        metafunc.parametrize(
+            "read_mode", [m.value for m in ReadMode], indirect=True, scope="session"
+        )
+
+
+# The read mode of every other module's `server`: impersonate, unless a run asks for another
+# (`KUEUE_GRAPHQL_TEST_READ_MODE=cache make test` runs the whole service suite in cache mode).
+DEFAULT_READ_MODE = os.environ.get("KUEUE_GRAPHQL_TEST_READ_MODE", ReadMode.IMPERSONATE.value)
+
+
 @pytest.fixture(scope="session")
-async def server(service_kubeconfig: Path) -> AsyncIterator[Server]:
-    async with running_server(service_kubeconfig) as started:
+def read_mode(request: pytest.FixtureRequest) -> ReadMode:
+    return ReadMode(getattr(request, "param", DEFAULT_READ_MODE))
+
+
+async def wait_ready(server: Server, seconds: float = 60.0) -> None:
+    """Until /readyz answers ok (in cache mode: every informer synced)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        response = await server.http.get("/readyz")
+        if response.status_code == 200:
+            return
+        assert asyncio.get_running_loop().time() < deadline, response.text
+        await asyncio.sleep(0.2)
+
+
+@asynccontextmanager
+async def server_in_mode(
+    cluster: Cluster, read_mode: ReadMode, **overrides: Any
+) -> AsyncIterator[Server]:
+    """A server in `read_mode`: in cache mode under the ServiceAccount that may read the Kueue
+    kinds (the impersonate-mode one may not), started once its informers have synced."""
+    cache = read_mode is ReadMode.CACHE
+    kubeconfig = cluster.cache_server_kubeconfig if cache else cluster.server_kubeconfig
+    async with running_server(kubeconfig, read_mode=read_mode, **overrides) as started:
+        await wait_ready(started)
+        yield started
+
+
+@pytest.fixture(scope="session")
+async def server(
+    service_kubeconfig: Path, cluster: Cluster, read_mode: ReadMode
+) -> AsyncIterator[Server]:
+    async with server_in_mode(cluster, read_mode) as started:
         yield started

@@ -14,7 +14,7 @@ import pytest
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 VIEWER = "{ viewer { username } }"
 

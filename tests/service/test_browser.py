@@ -324,6 +324,8 @@ def test_metrics_parse_and_move_when_queries_run(served: Process, cluster: Clust
         )
         >= 1
     )
+    # Three lists of team-a's Workloads were read: their bodies are counted, in bytes.
+    assert moved("kueue_graphql_api_response_bytes_total", verb="list", resource="workloads") > 300
     assert moved("kueue_graphql_token_reviews_total", result="cache_hit") >= 3
     assert moved("kueue_graphql_access_decisions_total", result="cache_hit") >= 2
     assert moved("kueue_graphql_request_duration_seconds_count", operation_type="query") == 4

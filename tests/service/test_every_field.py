@@ -85,17 +85,21 @@ EVERYTHING = f"""
       flavorsReservation {{ name resources {{ name total borrowed }} }}
       flavorsUsage {{ name resources {{ name total borrowed }} }}
       localQueues {{ name namespace }}
-      workloads {{ name status }}
+      workloads(first: 5) {{ nodes {{ name status }} pageInfo {{ hasNextPage endCursor }}
+        totalCount }}
     }}
   }}
   resourceFlavors(first: 100) {{ nodes {{ {OBJECT} nodeLabels topologyName topology {{ name }}
-    tolerations {{ key }} nodeTaints {{ key }} clusterQueues {{ name }} nodes {{ name }} }} }}
+    tolerations {{ key }} nodeTaints {{ key }}
+    clusterQueues(first: 5) {{ nodes {{ name }} totalCount }}
+    nodes {{ name }} }} }}
   admissionChecks(first: 100) {{ nodes {{ {OBJECT} controllerName parameters
     conditions {{ type status reason }} }} }}
   workloadPriorityClasses(first: 100) {{ nodes {{ {OBJECT} value description }} }}
   topologies(first: 100) {{ nodes {{ {OBJECT} levels {{ nodeLabel }} }} }}
-  cohorts(first: 100) {{ nodes {{ name explicit parent {{ name }} children {{ name }}
-    members {{ name }} raw events {{ reason }} }} }}
+  cohorts(first: 100) {{ nodes {{ name explicit parent {{ name }}
+    children(first: 5) {{ nodes {{ name }} totalCount }}
+    members(first: 5) {{ nodes {{ name }} totalCount }} raw events {{ reason }} }} }}
   namespaces(first: 100) {{ nodes {{ {OBJECT} phase localQueues {{ name }} }} }}
   nodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource quantity amount }} }} }}
   viewer {{ username uid groups extra }}

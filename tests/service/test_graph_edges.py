@@ -10,7 +10,7 @@ import pytest
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 
 def kubectl_items(cluster: Cluster, user: str, *args: str) -> list[dict[str, Any]]:
@@ -32,10 +32,14 @@ async def test_implicit_and_explicit_cohorts(server: Server, cluster: Cluster) -
         cluster,
         """{
           sharedPool: cohort(name: "shared-pool") {
-            name explicit parent { name } members { name } raw
+            name explicit parent { name } members(first: 100) { nodes { name } } raw
           }
-          org: cohort(name: "org") { explicit children { name } members { name } }
-          research: cohort(name: "research") { explicit parentName members { name } }
+          org: cohort(name: "org") {
+            explicit children(first: 100) { nodes { name } } members(first: 100) { nodes { name } }
+          }
+          research: cohort(name: "research") {
+            explicit parentName members(first: 100) { nodes { name } }
+          }
           cohorts(first: 100) { nodes { name explicit } }
         }""",
     )
@@ -50,7 +54,7 @@ async def test_implicit_and_explicit_cohorts(server: Server, cluster: Cluster) -
     assert shared["parent"] is None
     assert shared["raw"] is None
     assert (
-        {m["name"] for m in shared["members"]}
+        {m["name"] for m in shared["members"]["nodes"]}
         == members("shared-pool")
         == {
             "cq-team-a",
@@ -58,9 +62,9 @@ async def test_implicit_and_explicit_cohorts(server: Server, cluster: Cluster) -
         }
     )
     assert data["org"]["explicit"] is True
-    assert data["org"]["children"] == [{"name": "research"}]
+    assert data["org"]["children"]["nodes"] == [{"name": "research"}]
     assert data["research"]["parentName"] == "org"
-    assert {m["name"] for m in data["research"]["members"]} == members("research")
+    assert {m["name"] for m in data["research"]["members"]["nodes"]} == members("research")
     listed = {c["name"]: c["explicit"] for c in data["cohorts"]["nodes"]}
     assert listed == {"org": True, "research": True, "shared-pool": False}
 
@@ -71,12 +75,12 @@ async def test_flavor_to_queues_and_nodes(server: Server, cluster: Cluster) -> N
         cluster,
         """{ resourceFlavor(name: "gpu-a100") {
               nodeLabels tolerations { key operator effect }
-              clusterQueues { name }
+              clusterQueues(first: 100) { nodes { name } }
               nodes { name taints { key effect } allocatable { resource quantity amount } }
         } }""",
     )
     flavor = data["resourceFlavor"]
-    assert flavor["clusterQueues"] == [{"name": "cq-gpu"}]
+    assert flavor["clusterQueues"]["nodes"] == [{"name": "cq-gpu"}]
     nodes = kubectl_items(cluster, "viewer", "get", "nodes", "-l", "kueue-graphql.example/pool=gpu")
     assert [n["name"] for n in flavor["nodes"]] == [n["metadata"]["name"] for n in nodes]
     (node,) = flavor["nodes"]
@@ -134,16 +138,17 @@ async def test_cluster_queue_workloads_by_status(server: Server, cluster: Cluste
         cluster,
         """{ clusterQueue(name: "cq-small-2cpu") {
               pendingWorkloads
-              pending: workloads(status: PENDING) { name localQueue { name } }
-              admitted: workloads(status: ADMITTED) { name }
+              pending: workloads(first: 100, status: PENDING) { nodes { name localQueue { name } } }
+              admitted: workloads(first: 100, status: ADMITTED) { nodes { name } }
               localQueues { name namespace }
         } }""",
     )
     queue = data["clusterQueue"]
-    assert [w["name"].rsplit("-", 1)[0] for w in queue["pending"]] == ["job-too-big-3x1cpu"]
-    assert queue["pending"][0]["localQueue"] == {"name": "lq-small"}
-    assert queue["admitted"] == []
-    assert queue["pendingWorkloads"] == len(queue["pending"])
+    pending = queue["pending"]["nodes"]
+    assert [w["name"].rsplit("-", 1)[0] for w in pending] == ["job-too-big-3x1cpu"]
+    assert queue["pending"]["nodes"][0]["localQueue"] == {"name": "lq-small"}
+    assert queue["admitted"]["nodes"] == []
+    assert queue["pendingWorkloads"] == len(queue["pending"]["nodes"])
     assert queue["localQueues"] == [{"name": "lq-small", "namespace": "team-a"}]
 
 

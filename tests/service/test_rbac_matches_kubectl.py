@@ -13,9 +13,10 @@ import pytest
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
-USERS = ["admin", "alice", "bob", "viewer", "nobody", "grace"]
+# carol's RBAC names single objects (resourceNames); dave's comes from an aggregated ClusterRole.
+USERS = ["admin", "alice", "bob", "viewer", "nobody", "grace", "carol", "dave"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,30 @@ PROBES = [
         ("localQueue",),
     ),
     Probe(
+        "localqueues in team-b",
+        ("get", "localqueues", "-n", "team-b"),
+        '{ localQueues(first: 100, namespace: "team-b") { nodes { name } } }',
+        ("localQueues",),
+    ),
+    Probe(
+        "localqueues everywhere",
+        ("get", "localqueues", "--all-namespaces"),
+        "{ localQueues(first: 100) { nodes { name } } }",
+        ("localQueues",),
+    ),
+    Probe(
+        "one localqueue of team-a",
+        ("get", "localqueue", "lq-team-a", "-n", "team-a"),
+        '{ localQueue(namespace: "team-a", name: "lq-team-a") { name } }',
+        ("localQueue",),
+    ),
+    Probe(
+        "a localqueue of team-b that does not exist",
+        ("get", "localqueue", "lq-nope", "-n", "team-b"),
+        '{ localQueue(namespace: "team-b", name: "lq-nope") { name } }',
+        ("localQueue",),
+    ),
+    Probe(
         "clusterqueues",
         ("get", "clusterqueues"),
         "{ clusterQueues(first: 100) { nodes { name } } }",
@@ -70,6 +95,32 @@ PROBES = [
         ("get", "clusterqueue", "cq-team-a"),
         '{ clusterQueue(name: "cq-team-a") { name cohortName } }',
         ("clusterQueue",),
+    ),
+    Probe(
+        "another clusterqueue",
+        ("get", "clusterqueue", "cq-team-b"),
+        '{ clusterQueue(name: "cq-team-b") { name } }',
+        ("clusterQueue",),
+    ),
+    Probe(
+        "clusterqueues of cohort shared-pool",
+        ("get", "clusterqueues"),
+        '{ clusterQueues(first: 100, cohort: "shared-pool") { nodes { name } } }',
+        ("clusterQueues",),
+        compare_names=False,  # kubectl has no cohort filter; access is what is compared
+    ),
+    Probe(
+        "cohorts",
+        ("get", "cohorts"),
+        "{ cohorts(first: 100) { nodes { name } } }",
+        ("cohorts",),
+        compare_names=False,  # implicit cohorts (named by ClusterQueues only) are listed too
+    ),
+    Probe(
+        "admissionchecks",
+        ("get", "admissionchecks"),
+        "{ admissionChecks(first: 100) { nodes { name } } }",
+        ("admissionChecks",),
     ),
     Probe(
         "resourceflavors",
@@ -136,6 +187,8 @@ def kubectl_view(
         *probe.kubectl, "-o", "json", user=user, check=False, kubeconfig=kubeconfig
     )
     if result.returncode != 0:
+        if "(NotFound)" in result.stderr:
+            return True, set()  # allowed to look, and nothing is there
         assert "forbidden" in result.stderr.lower(), result.stderr
         return False, set()
     shown = json.loads(result.stdout)
@@ -150,6 +203,9 @@ def service_view(body: dict[str, Any], probe: Probe) -> tuple[bool, set[str]]:
         answer = answer.get(key) if isinstance(answer, dict) else None
     if errors:
         codes = {e["extensions"]["code"] for e in errors}
+        if codes == {"NOT_FOUND"}:
+            assert answer is None
+            return True, set()
         assert codes == {"FORBIDDEN"}, errors
         assert answer is None
         return False, set()
@@ -202,3 +258,14 @@ def test_the_matrix_is_not_trivial(cluster: Cluster) -> None:
     assert "clusterqueues" in allowed["viewer"]
     assert "clusterqueues" not in allowed["alice"]
     assert allowed["admin"] == {p.name for p in PROBES}
+    # resourceNames: exactly the named objects, and no list of them.
+    assert "one localqueue of team-b" in allowed["carol"]
+    assert "one clusterqueue" in allowed["carol"]
+    assert (
+        not {"localqueues in team-b", "one localqueue of team-a", "another clusterqueue"}
+        & (allowed["carol"])
+    )
+    assert not {"clusterqueues", "localqueues everywhere"} & allowed["carol"]
+    # An aggregated ClusterRole: its rules come from the ClusterRoles labelled for it.
+    assert {"clusterqueues", "workloads everywhere", "localqueues everywhere"} <= allowed["dave"]
+    assert not {"jobs in team-a", "pods in team-a", "nodes"} & allowed["dave"]

@@ -137,6 +137,22 @@ def delete(cluster: Cluster, *args: str) -> None:
     cluster.kubectl("delete", *args, "--ignore-not-found", "--wait=false", check=False)
 
 
+def force_delete_pods(cluster: Cluster) -> None:
+    # No kubelet: a deleted Pod stays Terminating (holding its Node's CPU) until removed by force.
+    cluster.kubectl(
+        "delete",
+        "pods",
+        "-n",
+        "team-a",
+        "-l",
+        "job-name=stream-job",
+        "--force",
+        "--grace-period=0",
+        "--ignore-not-found",
+        check=False,
+    )
+
+
 STREAM_WORKLOADS = ("wl-stream-a", "wl-stream-b", "wl-stream-big")
 
 
@@ -150,6 +166,7 @@ def scenario(cluster: Cluster) -> Iterator[None]:
     for name in STREAM_WORKLOADS:
         delete(cluster, "workload", name, "-n", "team-a")
     delete(cluster, "job", "stream-job", "-n", "team-a", "--cascade=background")
+    force_delete_pods(cluster)
     delete(cluster, "localqueue", "lq-stream", "-n", "team-a")
     delete(cluster, "clusterqueue", "cq-stream")
 
@@ -224,6 +241,7 @@ async def test_workload_for_follows_the_jobs_workload(
         owned = cluster.get_json("workload", name, "-n", "team-a", user="alice")
         assert owned["metadata"]["ownerReferences"][0]["name"] == "stream-job"
         cluster.kubectl("delete", "job", "stream-job", "-n", "team-a", "--cascade=background")
+        force_delete_pods(cluster)
         deleted = await until(sub, "workloadFor", lambda d: d["type"] == "DELETED", 30)
         assert deleted["workload"] is None
 

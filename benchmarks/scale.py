@@ -1,0 +1,564 @@
+"""How list queries and the admission path cost as pending Workloads grow (issue 7).
+
+Needs the test control plane running (`make cluster-up`). Run by hand or `make bench-scale`;
+it prints figures and asserts nothing:
+
+    uv run python benchmarks/scale.py [--sizes 1000,10000] [--read-mode impersonate,cache] [-n 20]
+
+For each size N it makes N pending Workloads in a namespace of its own (`bench-scale`, a
+LocalQueue into a ClusterQueue with zero quota and StrictFIFO, so they stay pending and Kueue
+retries only the head), prebuilt with `spec.priority` set (Kueue v0.17's visibility server
+panics on a Workload without it). They are created concurrently (bounded) with the admin
+token, and the next size only adds the difference. Then, per read mode, a fresh server
+(`kueue-graphql serve`, as the service's ServiceAccount) answers each query `n` times as viewer
+(a cluster-wide reader) after two warm-up requests, and it prints per query: p50/p95 latency,
+API calls and bytes read from the API server per request (the server's
+`kueue_graphql_api_response_bytes` metric: all kinds, and the Kueue kinds alone), server CPU per
+request, the server's RSS, and the 10k/1k (largest/smallest size) ratio of the p50. An ideal raw
+client (one `GET workloads?limit=21` as viewer, straight to the API server: the least any
+reader could do for a page of 20) is measured in the same run for scale.
+
+It cleans up after itself (deletes the namespace and the ClusterQueue), also on Ctrl-C.
+`--read-mode cache` needs a build whose `serve` has `--read-mode`; otherwise it says so and
+measures the modes it can.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from admission_path import (
+    ADMISSION_PATH,
+    ROOT,
+    STATE,
+    cpu_seconds,
+    free_port,
+    percentile,
+    rss_kib,
+)
+
+NAMESPACE = "bench-scale"
+LOCAL_QUEUE = "lq-bench-scale"
+CLUSTER_QUEUE = "cq-bench-scale"
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+KUEUE_RESOURCES = {
+    "workloads",
+    "localqueues",
+    "clusterqueues",
+    "cohorts",
+    "resourceflavors",
+    "admissionchecks",
+    "workloadpriorityclasses",
+    "topologies",
+    "localqueues/pendingworkloads",
+}
+
+QUEUES = f"""
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {NAMESPACE}, labels: {{kueue-graphql.example/bench: scale}}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {CLUSTER_QUEUE}}}
+spec:
+  namespaceSelector: {{}}
+  queueingStrategy: StrictFIFO
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: standard
+      resources:
+      - {{name: cpu, nominalQuota: "0"}}
+      - {{name: memory, nominalQuota: "0"}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: {LOCAL_QUEUE}, namespace: {NAMESPACE}}}
+spec: {{clusterQueue: {CLUSTER_QUEUE}}}
+"""
+
+
+def workload(index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{index:06d}", "namespace": NAMESPACE},
+        "spec": {
+            "queueName": LOCAL_QUEUE,
+            # Kueue v0.17's visibility server dereferences spec.priority unchecked.
+            "priority": 0,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "registry.invalid/kueue-graphql/sleep:never-pulled",
+                                    "resources": {"requests": {"cpu": "1", "memory": "64Mi"}},
+                                }
+                            ],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+PAGE = "nodes { namespace name } pageInfo { hasNextPage endCursor }"
+
+
+@dataclass(frozen=True)
+class Query:
+    label: str
+    text: str
+    variables: dict[str, str] = field(default_factory=dict)
+
+
+QUERIES = [
+    Query(
+        "workloads(first:20, clusterQueue:bench, PENDING)",
+        f'{{ workloads(first: 20, clusterQueue: "{CLUSTER_QUEUE}", status: PENDING) '
+        f"{{ {PAGE} }} }}",
+    ),
+    Query(
+        "  ... with totalCount",
+        f'{{ workloads(first: 20, clusterQueue: "{CLUSTER_QUEUE}", status: PENDING) '
+        f"{{ totalCount {PAGE} }} }}",
+    ),
+    Query(
+        "workloads(first:20, clusterQueue:small, PENDING)",
+        f'{{ workloads(first: 20, clusterQueue: "cq-small-2cpu", status: PENDING) {{ {PAGE} }} }}',
+    ),
+    Query(
+        "clusterQueue{workloads(first:20)}",
+        f'{{ clusterQueue(name: "{CLUSTER_QUEUE}") {{ name workloads(first: 20) {{ {PAGE} }} }} }}',
+    ),
+    Query(
+        "localQueue{workloads(first:20)}",
+        f'{{ localQueue(namespace: "{NAMESPACE}", name: "{LOCAL_QUEUE}") '
+        f"{{ name workloads(first: 20) {{ {PAGE} }} }} }}",
+    ),
+    Query("localQueues(first:20)", "{ localQueues(first: 20) { nodes { namespace name } } }"),
+    Query("clusterQueues(first:20)", "{ clusterQueues(first: 20) { nodes { name } } }"),
+    Query(
+        "admission path (viewer)",
+        ADMISSION_PATH,
+        {"ns": "team-a", "job": "too-big-3x1cpu"},
+    ),
+]
+IDEAL = "ideal raw client: GET workloads?limit=21"
+
+
+@dataclass
+class Figures:
+    p50: float
+    p95: float
+    api_calls: str
+    bytes_all: float
+    bytes_kueue: float
+    cpu_ms: float
+    failures: int
+    first_error: str = ""
+
+
+def token(user: str) -> str:
+    return (STATE / "users" / f"{user}.token").read_text().strip()
+
+
+def kubectl(*args: str, stdin: str | None = None, check: bool = True) -> str:
+    command = [str(STATE / "bin" / "kubectl"), "--kubeconfig", str(STATE / "kubeconfig"), *args]
+    done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=300)
+    if check and done.returncode != 0:
+        raise SystemExit(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def api_env() -> tuple[str, Path]:
+    env: dict[str, str] = {}
+    for line in (STATE / "env").read_text().splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            env[key.removeprefix("export ").strip()] = value.strip().strip("'\"")
+    return env["KUBE_API_URL"], STATE / "pki" / "ca.crt"
+
+
+# -- the Workloads ------------------------------------------------------------------------
+
+
+def wait_for_namespace_gone(max_seconds: float) -> None:
+    deadline = time.monotonic() + max_seconds
+    while time.monotonic() < deadline:
+        if not kubectl("get", "namespace", NAMESPACE, "--ignore-not-found", "-o", "name"):
+            return
+        time.sleep(2)
+    raise SystemExit(f"namespace {NAMESPACE} still terminating after {max_seconds:.0f} s")
+
+
+def set_up_queues() -> None:
+    phase = kubectl(
+        "get", "namespace", NAMESPACE, "--ignore-not-found", "-o", "jsonpath={.status.phase}"
+    )
+    if phase == "Terminating":
+        print(f"waiting for the previous {NAMESPACE} namespace to go", flush=True)
+        wait_for_namespace_gone(600)
+    kubectl("apply", "-f", "-", stdin=QUEUES)
+
+
+async def count_workloads(http: httpx.AsyncClient) -> int:
+    count, cont = 0, ""
+    while True:
+        params = {"limit": "500", **({"continue": cont} if cont else {})}
+        response = await http.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads", params=params)
+        response.raise_for_status()
+        body = response.json()
+        count += len(body["items"])
+        cont = body["metadata"].get("continue") or ""
+        if not cont:
+            return count
+
+
+async def create_workloads(target: int, concurrency: int) -> None:
+    url, ca = api_env()
+    headers = {"Authorization": f"Bearer {token('admin')}"}
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(
+        base_url=url, headers=headers, verify=str(ca), timeout=60, limits=limits
+    ) as http:
+        have = await count_workloads(http)
+        if have >= target:
+            print(f"{have} Workloads already in {NAMESPACE}", flush=True)
+            return
+        todo = iter(range(have, target))
+        done = failed = 0
+        started = last_print = time.monotonic()
+        errors: list[str] = []
+
+        async def worker() -> None:
+            nonlocal done, failed, last_print
+            for index in todo:
+                response = await http.post(
+                    f"{KUEUE}/namespaces/{NAMESPACE}/workloads", json=workload(index)
+                )
+                if response.status_code in (201, 409):
+                    done += 1
+                else:
+                    failed += 1
+                    if len(errors) < 3:
+                        errors.append(f"{response.status_code}: {response.text[:200]}")
+                now = time.monotonic()
+                if now - last_print >= 5:
+                    last_print = now
+                    rate = done / (now - started)
+                    print(
+                        f"  created {have + done}/{target} ({rate:.0f}/s), {failed} failed",
+                        flush=True,
+                    )
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.monotonic() - started
+        print(
+            f"created {done} Workloads in {elapsed:.1f} s ({done / elapsed:.0f}/s, "
+            f"{concurrency} concurrent), {failed} failed {errors[:1]}",
+            flush=True,
+        )
+        if failed:
+            raise SystemExit(f"{failed} Workloads could not be created: {errors}")
+
+
+def wait_until_kueue_counts(target: int, max_seconds: float) -> None:
+    """Kueue has queued them all (ClusterQueue status.pendingWorkloads), so every read mode
+    and the visibility API see the same cluster."""
+    deadline = time.monotonic() + max_seconds
+    pending = -1
+    while time.monotonic() < deadline:
+        status = kubectl(
+            "get", "clusterqueue", CLUSTER_QUEUE, "-o", "jsonpath={.status.pendingWorkloads}"
+        )
+        pending = int(status or -1)
+        if pending >= target:
+            return
+        time.sleep(2)
+    print(f"  (Kueue counts {pending} pending of {target} after {max_seconds:.0f} s; going on)")
+
+
+def clean_up() -> None:
+    print(f"cleaning up: deleting namespace {NAMESPACE} and ClusterQueue {CLUSTER_QUEUE}")
+    kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false", check=False)
+    kubectl(
+        "delete", "clusterqueue", CLUSTER_QUEUE, "--ignore-not-found", "--wait=false", check=False
+    )
+    try:
+        wait_for_namespace_gone(600)
+        print(f"namespace {NAMESPACE} is gone")
+    except SystemExit as error:
+        print(error)
+
+
+# -- the server ---------------------------------------------------------------------------
+
+
+def serve_supports_read_mode() -> bool:
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("kueue-graphql")), "serve", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "--read-mode" in done.stdout
+
+
+@contextmanager
+def server(read_mode: str, with_flag: bool) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    port = free_port()
+    command = [str(Path(sys.executable).with_name("kueue-graphql")), "serve"]
+    command += ["--kubeconfig", str(STATE / "users" / "kueue-graphql-server.kubeconfig")]
+    command += ["--port", str(port), "--log-level", "warning"]
+    command += ["--read-mode", read_mode] if with_flag else []
+    process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 300:
+            if process.poll() is not None:
+                raise SystemExit(f"the server exited with {process.returncode}")
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        else:
+            raise SystemExit("the server did not become ready within 300 s")
+        print(f"  server ready in {time.monotonic() - started:.1f} s (pid {process.pid})")
+        yield url, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+METRIC = re.compile(r"^kueue_graphql_api_response_bytes_total\{(.*)\} (\S+)$")
+
+
+def bytes_read(http: httpx.Client) -> tuple[float, float]:
+    """(all kinds, Kueue kinds) read from the API server so far, by the server's metric."""
+    total = kueue = 0.0
+    for line in http.get("/metrics").text.splitlines():
+        match = METRIC.match(line)
+        if match is None:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', match.group(1)))
+        value = float(match.group(2))
+        total += value
+        if labels.get("resource") in KUEUE_RESOURCES:
+            kueue += value
+    return total, kueue
+
+
+def measure_query(
+    http: httpx.Client, pid: int, query: Query, n: int, max_seconds: float
+) -> Figures:
+    headers = {"Authorization": f"Bearer {token('viewer')}"}
+    payload = {"query": query.text, "variables": query.variables}
+    for _ in range(2):  # warm-up: connections, token and access-decision caches
+        http.post("/graphql", json=payload, headers=headers)
+    seconds: list[float] = []
+    calls: list[int] = []
+    failures: list[str] = []
+    before_bytes, before_cpu = bytes_read(http), cpu_seconds(pid)
+    deadline = time.monotonic() + max_seconds
+    while len(seconds) < n and time.monotonic() < deadline:
+        started = time.perf_counter()
+        response = http.post("/graphql", json=payload, headers=headers)
+        seconds.append(time.perf_counter() - started)
+        body = response.json()
+        calls.append(int((body.get("extensions") or {}).get("apiCalls", -1)))
+        if response.status_code != 200 or body.get("errors"):
+            error = (body.get("errors") or [{}])[0]
+            code = (error.get("extensions") or {}).get("code")
+            failures.append(f"{code}: {error.get('message')}")
+    cpu = cpu_seconds(pid) - before_cpu
+    after_bytes = bytes_read(http)
+    count = len(seconds)
+    return Figures(
+        p50=percentile(seconds, 50),
+        p95=percentile(seconds, 95),
+        api_calls=str(min(calls)) if min(calls) == max(calls) else f"{min(calls)}-{max(calls)}",
+        bytes_all=(after_bytes[0] - before_bytes[0]) / count,
+        bytes_kueue=(after_bytes[1] - before_bytes[1]) / count,
+        cpu_ms=cpu / count * 1000,
+        failures=len(failures),
+        first_error=failures[0] if failures else "",
+    )
+
+
+def measure_ideal(n: int) -> Figures:
+    url, ca = api_env()
+    headers = {"Authorization": f"Bearer {token('viewer')}"}
+    seconds: list[float] = []
+    size = 0
+    with httpx.Client(base_url=url, headers=headers, verify=str(ca), timeout=60) as http:
+        for i in range(n + 2):
+            started = time.perf_counter()
+            response = http.get(f"{KUEUE}/workloads", params={"limit": "21"})
+            response.raise_for_status()
+            response.json()
+            if i >= 2:
+                seconds.append(time.perf_counter() - started)
+                size += len(response.content)
+    return Figures(
+        p50=percentile(seconds, 50),
+        p95=percentile(seconds, 95),
+        api_calls="1",
+        bytes_all=size / len(seconds),
+        bytes_kueue=size / len(seconds),
+        cpu_ms=float("nan"),
+        failures=0,
+    )
+
+
+def kib(value: float) -> str:
+    return f"{value / 1024:9.1f}"
+
+
+HEADER = (
+    f"{'query':48} {'p50 ms':>8} {'p95 ms':>8} {'calls':>6} {'KiB read':>9} {'Kueue KiB':>9}"
+    f" {'CPU ms':>7}"
+)
+
+
+def row(label: str, f: Figures) -> str:
+    line = (
+        f"{label:48} {f.p50 * 1000:8.1f} {f.p95 * 1000:8.1f} {f.api_calls:>6} "
+        f"{kib(f.bytes_all)} {kib(f.bytes_kueue)} {f.cpu_ms:7.1f}"
+    )
+    if f.failures:
+        line += f"   {f.failures} failed, e.g. {f.first_error[:120]}"
+    return line
+
+
+def measure_mode(read_mode: str, with_flag: bool, n: int, max_seconds: float) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with (
+        server(read_mode, with_flag) as (url, process),
+        httpx.Client(base_url=url, timeout=120) as http,
+    ):
+        rss_ready = rss_kib(process.pid)[0]
+        print(HEADER)
+        for query in QUERIES:
+            figures = measure_query(http, process.pid, query, n, max_seconds)
+            results[query.label] = figures
+            print(row(query.label, figures), flush=True)
+        ideal = measure_ideal(n)
+        results[IDEAL] = ideal
+        print(row(IDEAL, ideal))
+        rss, peak = rss_kib(process.pid)
+        results["rss"] = (rss_ready, rss, peak)
+        print(
+            f"  server RSS {rss_ready / 1024:.1f} MiB when ready, {rss / 1024:.1f} MiB after "
+            f"the queries (peak {peak / 1024:.1f} MiB)"
+        )
+    return results
+
+
+def print_ratios(read_mode: str, small: int, large: int, figures: dict[int, Any]) -> None:
+    a, b = figures[small], figures[large]
+    print(f"\n{read_mode}: {large}/{small} ratios (p50 latency; bytes read; CPU per request)")
+    for label in [q.label for q in QUERIES] + [IDEAL]:
+        fa, fb = a[label], b[label]
+        cpu = fb.cpu_ms / fa.cpu_ms if fa.cpu_ms == fa.cpu_ms and fa.cpu_ms > 0 else float("nan")
+        read = fb.bytes_all / fa.bytes_all if fa.bytes_all else float("nan")
+        print(f"  {label:48} p50 x{fb.p50 / fa.p50:5.2f}   bytes x{read:6.2f}   CPU x{cpu:5.2f}")
+    print(f"  {'server RSS after the queries':48} x{b['rss'][1] / a['rss'][1]:5.2f}")
+
+
+def run(args: argparse.Namespace) -> None:
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    modes = [m.strip() for m in args.read_mode.split(",") if m.strip()]
+    has_flag = serve_supports_read_mode()
+    if not has_flag and any(m != "impersonate" for m in modes):
+        print(
+            "this build's `serve` has no --read-mode (the cache read mode is not merged): "
+            "measuring impersonate only"
+        )
+        modes = [m for m in modes if m == "impersonate"]
+    print(
+        f"kueue-graphql scale benchmark: sizes {sizes}, read modes {modes}, n={args.n} per "
+        f"query (after 2 warm-up requests), as viewer, over loopback; server CPU from /proc"
+    )
+    set_up_queues()
+    results: dict[str, dict[int, Any]] = {m: {} for m in modes}
+    for size in sizes:
+        print(f"\n== {size} pending Workloads in {NAMESPACE} ==", flush=True)
+        asyncio.run(create_workloads(size, args.concurrency))
+        wait_until_kueue_counts(size, 300)
+        for mode in modes:
+            print(f"\n-- read mode {mode}, {size} Workloads --", flush=True)
+            results[mode][size] = measure_mode(mode, has_flag, args.n, args.max_seconds)
+    if len(sizes) > 1:
+        for mode in modes:
+            print_ratios(mode, sizes[0], sizes[-1], results[mode])
+    if args.json:
+        dumped = {
+            mode: {
+                str(size): {
+                    k: v.__dict__ if isinstance(v, Figures) else v for k, v in figures.items()
+                }
+                for size, figures in by_size.items()
+            }
+            for mode, by_size in results.items()
+        }
+        Path(args.json).write_text(json.dumps(dumped, indent=1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000", help="pending Workloads, comma-separated")
+    parser.add_argument(
+        "--read-mode", default="impersonate,cache", help="read modes to measure, comma-separated"
+    )
+    parser.add_argument("-n", type=int, default=20, help="requests per query, size and mode")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent creates")
+    parser.add_argument("--max-seconds", type=float, default=60.0, help="cap per query loop")
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args()
+    if not (STATE / "env").is_file():
+        raise SystemExit("no control plane: start it with `make cluster-up` (or `make demo`)")
+
+    def interrupted(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", flush=True)
+    finally:
+        clean_up()
+
+
+if __name__ == "__main__":
+    main()

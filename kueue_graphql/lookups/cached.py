@@ -1,0 +1,383 @@
+"""The `cache` read mode: Kueue objects from shared, watch-fed stores, authorized per caller.
+
+`KueueCache` is process-wide: one informer per Kueue kind (kube/informer.py), reading under the
+SERVICE's own identity, each feeding an indexed store (lookups/store.py). `CacheReader` is per
+request and implements `KueueReader`:
+
+- Every answer from a store is first authorized for the caller with a SubjectAccessReview of the
+  verb the equivalent kubectl call needs: `get` (namespace, name) for one object, `list` in the
+  namespace for a list, the cluster-wide `list` for a list across namespaces (`kubectl get -A`).
+  Decisions come from the same per-identity cache as in `impersonate` mode (kube/authz.py).
+  A user whose RBAC names only some objects (`resourceNames`) may get those, and no list: as
+  with kubectl.
+- Jobs, Pods, Events, Nodes, Namespaces, Deployments and Kueue's visibility API are read per
+  request as the caller (the `impersonate` reader, `direct`), as is a Kueue kind whose CRD the API
+  server does not serve.
+- Before a kind's first complete list the cache answers UNAVAILABLE; after it, always from the
+  last complete state (a re-list is swapped in whole).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from kueue_graphql.core.errors import ForbiddenError, NotFoundError, UnavailableError
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.names import check_name, check_namespace
+from kueue_graphql.kube.authz import Access
+from kueue_graphql.kube.client import ApiCallMeter, JsonObject, KubeClient
+from kueue_graphql.kube.informer import Informer, InformerSettings, start_informers
+from kueue_graphql.kube.reads import PendingRead
+from kueue_graphql.kube.resources import (
+    ADMISSION_CHECK,
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    OWNER_KINDS,
+    RESOURCE_FLAVOR,
+    TOPOLOGY,
+    WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
+    Resource,
+    canonical_kind,
+)
+from kueue_graphql.lookups.apiserver import JOB_UID_LABEL, ApiServerReader
+from kueue_graphql.lookups.paging import Page, PageRequest
+from kueue_graphql.lookups.selection import (
+    admitted_cluster_queue,
+    field_selector,
+    label_selector,
+    newest,
+    owned_by,
+)
+from kueue_graphql.lookups.store import ALL, ANY, ObjectStore, PostingKey, namespace_key
+
+CACHED_KINDS = (
+    WORKLOAD,
+    LOCAL_QUEUE,
+    CLUSTER_QUEUE,
+    COHORT,
+    RESOURCE_FLAVOR,
+    ADMISSION_CHECK,
+    WORKLOAD_PRIORITY_CLASS,
+    TOPOLOGY,
+)
+
+
+def _meta(obj: JsonObject) -> JsonObject:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj: JsonObject) -> JsonObject:
+    return obj.get("spec") or {}
+
+
+class KueueCache:
+    """The stores and their informers, shared by every request (process-wide)."""
+
+    def __init__(self, client: KubeClient | None, settings: InformerSettings | None = None) -> None:
+        self.client = client
+        self.settings = settings
+        self.stores = {resource: ObjectStore(resource) for resource in CACHED_KINDS}
+        self.informers: dict[Resource, Informer] = {}
+
+    def start(self) -> None:
+        assert self.client is not None, "a cache without a client is fed by hand (tests)"
+        informers = start_informers(self.client, list(self.stores.items()), self.settings)
+        self.informers = {informer.resource: informer for informer in informers}
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(informer.stop() for informer in self.informers.values()))
+
+    def problems(self) -> list[str]:
+        """Why the cache cannot serve yet (empty: it can): /readyz reports them."""
+        now = time.monotonic()
+        return [
+            problem
+            for informer in self.informers.values()
+            if (problem := informer.problem(now)) is not None
+        ]
+
+    def store_for(self, resource: Resource) -> ObjectStore | None:
+        """The store serving `resource`; None when it is not cached (not a Kueue kind, or its
+        CRD is not served); UnavailableError before its first complete list."""
+        store = self.stores.get(resource)
+        if store is None:
+            return None
+        informer = self.informers.get(resource)
+        if informer is not None and informer.status.absent:
+            return None
+        if not store.synced:
+            raise UnavailableError(
+                f"the service's cache of {resource} is not synced yet; try again shortly"
+            )
+        return store
+
+
+class CacheReader:
+    """`KueueReader` over the cache for Kueue kinds, over `direct` (impersonated reads) for
+    everything else. See the module docstring for what is authorized how."""
+
+    def __init__(self, direct: ApiServerReader, cache: KueueCache) -> None:
+        self.direct = direct
+        self.cache = cache
+        self.meter: ApiCallMeter = direct.meter
+        self._used: dict[Resource, ObjectStore] = {}
+
+    # -- identity and access (shared with the impersonated reads: one decision cache) ----------
+
+    async def identity(self) -> Identity:
+        return await self.direct.identity()
+
+    async def may(self, access: Access) -> bool:
+        return await self.direct.may(access)
+
+    async def _require(self, verb: str, resource: Resource, namespace: str | None) -> None:
+        await self.direct.require(Access(verb, resource, namespace))
+
+    def _store(self, resource: Resource) -> ObjectStore | None:
+        store = self.cache.store_for(resource)
+        if store is not None:
+            self._used[resource] = store
+        return store
+
+    def cache_report(self) -> JsonObject | None:
+        """For the response's `extensions`: how fresh the cached kinds this request read are."""
+        if not self._used:
+            return None
+        now = time.monotonic()
+        kinds: dict[str, JsonObject] = {}
+        for resource, store in sorted(self._used.items(), key=lambda item: item[0].kind):
+            age = store.age_seconds(now)
+            kinds[resource.kind] = {
+                "resourceVersion": store.resource_version,
+                "ageSeconds": round(age, 3) if age is not None else None,
+            }
+        stalest = max(kinds.values(), key=lambda k: k["ageSeconds"] or 0.0)
+        return {
+            "resourceVersion": stalest["resourceVersion"],
+            "ageSeconds": stalest["ageSeconds"],
+            "kinds": kinds,
+        }
+
+    # -- objects and lists ---------------------------------------------------------------------
+
+    async def get(self, resource: Resource, namespace: str | None, name: str) -> JsonObject:
+        store = self._store(resource)
+        if store is None:
+            return await self.direct.get(resource, namespace, name)
+        namespace = namespace if resource.namespaced else None
+        if namespace is not None:
+            check_namespace(namespace)
+        check_name(name)
+        await self.direct.require(Access("get", resource, namespace, name))
+        found = store.get(namespace, name)
+        if found is None:
+            raise NotFoundError(resource.kind, name, namespace)
+        return found
+
+    async def find(self, resource: Resource, namespace: str | None, name: str) -> JsonObject | None:
+        try:
+            return await self.get(resource, namespace, name)
+        except NotFoundError:
+            return None
+
+    def _selection(
+        self, label: str | None, field: str | None
+    ) -> tuple[bool, Callable[[JsonObject], bool] | None]:
+        """(understood, predicate or None for "everything")."""
+        if not label and not field:
+            return True, None
+        by_label = label_selector(label) if label else (lambda obj: True)
+        by_field = field_selector(field) if field else (lambda obj: True)
+        if by_label is None or by_field is None:
+            return False, None
+        return True, lambda obj: by_label(obj) and by_field(obj)
+
+    async def list_objects(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[JsonObject]:
+        page = await self.list_page(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        return page.items
+
+    async def list_page(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        store = self._store(resource)
+        understood, keep = self._selection(label_selector, field_selector)
+        if store is None or not understood:
+            return await self.direct.list_page(
+                resource,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                page=page,
+            )
+        namespace = namespace if resource.namespaced else None
+        if namespace is not None:
+            check_namespace(namespace)
+        await self._require("list", resource, namespace)
+        return store.page([namespace_key(namespace) if namespace else ALL], page, keep)
+
+    # -- per request, as the caller ------------------------------------------------------------
+
+    async def pending_in_local_queue(
+        self, namespace: str, local_queue: str
+    ) -> list[JsonObject] | None:
+        return await self.direct.pending_in_local_queue(namespace, local_queue)
+
+    async def pending_read(self, namespace: str, local_queue: str) -> PendingRead:
+        return await self.direct.pending_read(namespace, local_queue)
+
+    async def events_for(self, obj: JsonObject) -> list[JsonObject]:
+        return await self.direct.events_for(obj)
+
+    # -- lookups from the indexes --------------------------------------------------------------
+
+    async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
+        store = self._store(WORKLOAD)
+        if store is None:
+            return await self.direct.workload_for_owner(namespace, kind, name)
+        kind = canonical_kind(kind)
+        owner_resource = OWNER_KINDS.get(kind)
+        owner_uid: str | None = None
+        if owner_resource is not None:
+            try:
+                owner_uid = _meta(await self.get(owner_resource, namespace, name)).get("uid")
+            except ForbiddenError:
+                # Matched by the owner's name instead, as the impersonated reads do.
+                owner_uid = None
+        check_namespace(namespace)
+        await self._require("list", WORKLOAD, namespace)
+        if owner_uid:
+            candidates = [
+                w
+                for w in store.items(("owner-uid", owner_uid))
+                if _meta(w).get("namespace") == namespace
+                and (_meta(w).get("labels") or {}).get(JOB_UID_LABEL) == owner_uid
+            ]
+        else:
+            candidates = store.items(("owner-name", namespace, kind.lower(), name))
+        mine = [w for w in candidates if owned_by(w, owner_uid, kind, name)]
+        if not mine:
+            raise NotFoundError(f"Workload for {kind}", name, namespace)
+        return newest(mine)
+
+    async def workloads(
+        self,
+        namespace: str | None = None,
+        *,
+        local_queue: str | None = None,
+        cluster_queue: str | None = None,
+        status: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        store = self._store(WORKLOAD)
+        queues = self._store(LOCAL_QUEUE) if cluster_queue is not None else None
+        if store is None or (cluster_queue is not None and queues is None):
+            return await self.direct.workloads(
+                namespace,
+                local_queue=local_queue,
+                cluster_queue=cluster_queue,
+                status=status,
+                page=page,
+            )
+        if namespace is not None:
+            check_namespace(namespace)
+        await self._require("list", WORKLOAD, namespace)
+        where = namespace or ANY
+        if cluster_queue is None or queues is None:
+            return store.page([("wl", where, local_queue, ANY, status)], page)
+        # Admitted to the ClusterQueue, or pending in one of its LocalQueues that the caller may
+        # read (the impersonated reads look each one up as the caller: same answer).
+        keys: list[PostingKey] = [("wl", where, local_queue, cluster_queue, status)]
+        pending = [
+            (str(_meta(q).get("namespace")), str(_meta(q).get("name")))
+            for q in queues.items(("lq", where, cluster_queue))
+            if local_queue is None or _meta(q).get("name") == local_queue
+        ]
+        pending = [(ns, lq) for ns, lq in pending if store.count(("wl", ns, lq, "", status))]
+        allowed = await asyncio.gather(
+            *(self.may(Access("get", LOCAL_QUEUE, ns, lq)) for ns, lq in pending),
+            return_exceptions=True,
+        )
+        keys += [
+            ("wl", ns, lq, "", status)
+            for (ns, lq), ok in zip(pending, allowed, strict=True)
+            if ok is True
+        ]
+        return store.page(keys, page)
+
+    async def cluster_queue_name_of(self, workload: JsonObject) -> str | None:
+        admitted_in = admitted_cluster_queue(workload)
+        if admitted_in:
+            return admitted_in
+        queue_name = _spec(workload).get("queueName")
+        if not queue_name:
+            return None
+        local_queue = await self.find(LOCAL_QUEUE, _meta(workload).get("namespace"), queue_name)
+        if local_queue is None:
+            return None
+        name = _spec(local_queue).get("clusterQueue")
+        return str(name) if name else None
+
+    async def local_queues(
+        self,
+        namespace: str | None = None,
+        *,
+        cluster_queue: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        store = self._store(LOCAL_QUEUE)
+        if store is None:
+            return await self.direct.local_queues(namespace, cluster_queue=cluster_queue, page=page)
+        if namespace is not None:
+            check_namespace(namespace)
+        await self._require("list", LOCAL_QUEUE, namespace)
+        return store.page([("lq", namespace or ANY, cluster_queue)], page)
+
+    async def cluster_queues(
+        self,
+        *,
+        cohort: str | None = None,
+        flavor: str | None = None,
+        page: PageRequest | None = None,
+    ) -> Page:
+        store = self._store(CLUSTER_QUEUE)
+        if store is None:
+            return await self.direct.cluster_queues(cohort=cohort, flavor=flavor, page=page)
+        await self._require("list", CLUSTER_QUEUE, None)
+        return store.page([("cq", cohort, flavor)], page)
+
+    async def child_cohorts(self, cohort: str) -> list[JsonObject]:
+        store = self._store(COHORT)
+        if store is None:
+            return await self.direct.child_cohorts(cohort)
+        await self._require("list", COHORT, None)
+        return store.items(("cohort-parent", cohort))
+
+    async def cohort_names(self) -> list[str]:
+        cohorts, queues = self._store(COHORT), self._store(CLUSTER_QUEUE)
+        if cohorts is None or queues is None:
+            return await self.direct.cohort_names()
+        await self._require("list", COHORT, None)
+        await self._require("list", CLUSTER_QUEUE, None)
+        names = {str(_meta(c).get("name")) for c in cohorts.items(ALL)}
+        names |= {str(key[1]) for key in cohorts.keys_with("cohort-parent") if key[1]}
+        names |= {str(key[1]) for key in queues.keys_with("cq") if key[1] and key[2] is ANY}
+        return sorted(names)

@@ -1,0 +1,305 @@
+"""The `cache` read mode's object stores: one per Kueue kind, indexed for what queries filter on.
+
+Pure logic, no I/O: an informer (kube/informer.py) feeds a store through `replace` (a complete
+list) and `apply` (one watch event). A store keeps
+
+- its objects by storage key (`lookups.paging.order_key`: `<namespace>/<name>`), and
+- postings: for each index key (e.g. "Workloads of namespace team-a, LocalQueue lq-a, pending"),
+  the storage keys of the matching objects in storage-key order, kept sorted on every change
+  (bisect), so one page after a cursor is O(log n + page) and a count is O(1).
+
+`replace` builds a complete new state and swaps it in with one assignment: a reader sees the
+old state or the new one, never a half-built one. `apply` changes the live state synchronously
+(no await inside), so a reader running between two awaits sees whole events only.
+
+Objects handed out are shared by every request: nobody may change them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import itertools
+import time
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from kueue_graphql.core.conditions import workload_status
+from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    WORKLOAD,
+    Resource,
+)
+from kueue_graphql.lookups.paging import OrderKey, Page, PageRequest, object_order_key
+from kueue_graphql.lookups.selection import admitted_cluster_queue, flavor_names
+
+PostingKey = tuple[Hashable, ...]
+# One value of a combined index meaning "any value of this attribute".
+ANY = None
+
+ALL: PostingKey = ("all",)
+
+
+def namespace_key(namespace: str | None) -> PostingKey:
+    return ("ns", namespace or "")
+
+
+def _meta(obj: JsonObject) -> JsonObject:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj: JsonObject) -> JsonObject:
+    return obj.get("spec") or {}
+
+
+def combinations(prefix: str, values: Sequence[str]) -> list[PostingKey]:
+    """Every key of a combined index over `values`: each attribute either its value or ANY
+    (2^len keys), so any combination of filters has its own exact posting."""
+    keys: list[PostingKey] = []
+    for mask in itertools.product((False, True), repeat=len(values)):
+        keys.append(
+            (prefix, *(value if keep else ANY for value, keep in zip(values, mask, strict=True)))
+        )
+    return keys
+
+
+# -- what each kind is indexed by ------------------------------------------------------------
+
+
+def workload_keys(obj: JsonObject) -> list[PostingKey]:
+    """("wl", namespace, queueName, admitted ClusterQueue or "", status) in every combination,
+    and the owners (by uid, and by namespace/kind/name for callers who may not read them)."""
+    meta, spec = _meta(obj), _spec(obj)
+    namespace = str(meta.get("namespace") or "")
+    keys = combinations(
+        "wl",
+        (
+            namespace,
+            str(spec.get("queueName") or ""),
+            admitted_cluster_queue(obj) or "",
+            workload_status(obj),
+        ),
+    )
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("uid"):
+            keys.append(("owner-uid", str(ref["uid"])))
+        keys.append(
+            ("owner-name", namespace, str(ref.get("kind", "")).lower(), str(ref.get("name", "")))
+        )
+    return keys
+
+
+def local_queue_keys(obj: JsonObject) -> list[PostingKey]:
+    return combinations(
+        "lq", (str(_meta(obj).get("namespace") or ""), str(_spec(obj).get("clusterQueue") or ""))
+    )
+
+
+def cluster_queue_keys(obj: JsonObject) -> list[PostingKey]:
+    cohort = str(_spec(obj).get("cohortName") or "")
+    keys: list[PostingKey] = [("cq", ANY, ANY), ("cq", cohort, ANY)]
+    for flavor in sorted(flavor_names(obj)):
+        keys += [("cq", ANY, flavor), ("cq", cohort, flavor)]
+    return keys
+
+
+def cohort_keys(obj: JsonObject) -> list[PostingKey]:
+    return [("cohort-parent", str(_spec(obj).get("parentName") or ""))]
+
+
+INDEXES: dict[str, Callable[[JsonObject], list[PostingKey]]] = {
+    WORKLOAD.kind: workload_keys,
+    LOCAL_QUEUE.kind: local_queue_keys,
+    CLUSTER_QUEUE.kind: cluster_queue_keys,
+    COHORT.kind: cohort_keys,
+}
+
+
+def ingest(resource: Resource, obj: JsonObject) -> JsonObject:
+    """The object as the store keeps it: without managedFields (half of a Workload's bytes,
+    never served), with the apiVersion/kind that list items lack."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    obj.setdefault("apiVersion", resource.api_version)
+    obj.setdefault("kind", resource.kind)
+    return obj
+
+
+def _no_keys(obj: JsonObject) -> list[PostingKey]:
+    return []
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+@dataclass
+class StoreState:
+    """One consistent view of a kind. Replaced whole on a re-list."""
+
+    objects: dict[OrderKey, JsonObject] = field(default_factory=dict)
+    postings: dict[PostingKey, list[OrderKey]] = field(default_factory=dict)
+    keys_of: dict[OrderKey, tuple[PostingKey, ...]] = field(default_factory=dict)
+    resource_version: str = ""
+
+
+class ObjectStore:
+    """The objects of one kind, indexed (see the module docstring)."""
+
+    def __init__(self, resource: Resource) -> None:
+        self.resource = resource
+        self._keys = INDEXES.get(resource.kind, _no_keys)
+        self._state: StoreState | None = None
+        # time.monotonic() of the last word from the API server (list, event or bookmark).
+        self.heard_at: float | None = None
+
+    # -- feeding ---------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        return self._state is not None
+
+    @property
+    def resource_version(self) -> str:
+        return self._state.resource_version if self._state is not None else ""
+
+    def age_seconds(self, now: float | None = None) -> float | None:
+        if self.heard_at is None:
+            return None
+        return max(0.0, (time.monotonic() if now is None else now) - self.heard_at)
+
+    def _index_keys(self, obj: JsonObject) -> tuple[PostingKey, ...]:
+        meta = _meta(obj)
+        keys = [ALL, namespace_key(meta.get("namespace")), *self._keys(obj)]
+        return tuple(dict.fromkeys(keys))
+
+    def replace(self, objects: Iterable[JsonObject], resource_version: str) -> None:
+        """A complete list: build a new state aside, then swap it in at once."""
+        state = StoreState(resource_version=resource_version)
+        postings: dict[PostingKey, list[OrderKey]] = {}
+        for obj in objects:
+            ingest(self.resource, obj)
+            key = object_order_key(obj)
+            state.objects[key] = obj
+            index_keys = self._index_keys(obj)
+            state.keys_of[key] = index_keys
+            for index_key in index_keys:
+                postings.setdefault(index_key, []).append(key)
+        for keys in postings.values():
+            keys.sort()
+        state.postings = postings
+        self._state = state
+        self.heard_at = time.monotonic()
+
+    def apply(self, event_type: str, obj: JsonObject, resource_version: str | None) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED; BOOKMARK moves the version only)."""
+        state = self._state
+        if state is None:
+            return
+        self.heard_at = time.monotonic()
+        if resource_version:
+            state.resource_version = resource_version
+        if event_type == "BOOKMARK":
+            return
+        ingest(self.resource, obj)
+        key = object_order_key(obj)
+        self._remove(state, key)
+        if event_type != "DELETED":
+            state.objects[key] = obj
+            index_keys = self._index_keys(obj)
+            state.keys_of[key] = index_keys
+            for index_key in index_keys:
+                bisect.insort(state.postings.setdefault(index_key, []), key)
+
+    def touch(self) -> None:
+        """The API server was heard from (a watch opened) without a change."""
+        if self._state is not None:
+            self.heard_at = time.monotonic()
+
+    @staticmethod
+    def _remove(state: StoreState, key: OrderKey) -> None:
+        if state.objects.pop(key, None) is None:
+            return
+        for index_key in state.keys_of.pop(key, ()):
+            keys = state.postings.get(index_key)
+            if keys is None:
+                continue
+            at = bisect.bisect_left(keys, key)
+            if at < len(keys) and keys[at] == key:
+                del keys[at]
+            if not keys:
+                del state.postings[index_key]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def state(self) -> StoreState:
+        if self._state is None:
+            raise LookupError(f"{self.resource.kind} store not synced")
+        return self._state
+
+    def get(self, namespace: str | None, name: str) -> JsonObject | None:
+        return self.state().objects.get((f"{namespace or ''}/", name))
+
+    def count(self, index_key: PostingKey) -> int:
+        return len(self.state().postings.get(index_key, ()))
+
+    def keys_with(self, prefix: str) -> list[PostingKey]:
+        """The index keys of one index that have objects (e.g. every cohort a queue names)."""
+        return [k for k, keys in self.state().postings.items() if k[0] == prefix and keys]
+
+    def items(self, index_key: PostingKey) -> list[JsonObject]:
+        state = self.state()
+        return [state.objects[key] for key in state.postings.get(index_key, ())]
+
+    def page(
+        self,
+        index_keys: Sequence[PostingKey],
+        request: PageRequest | None,
+        keep: Callable[[JsonObject], bool] | None = None,
+    ) -> Page:
+        """One page of the union of disjoint postings, in storage-key order.
+
+        Without `keep`: O(k log n + page) for k postings, the total from their lengths. A `keep`
+        filter (e.g. a label selector, rare) walks the postings from the cursor on."""
+        state = self.state()
+        postings = [state.postings.get(k, []) for k in dict.fromkeys(index_keys)]
+        after = request.after_key if request is not None else None
+        if keep is None:
+            total = sum(len(p) for p in postings)
+            if request is None:
+                keys = list(heapq.merge(*postings)) if len(postings) != 1 else list(postings[0])
+                return Page([state.objects[k] for k in keys], has_next=False, total_count=total)
+            merged = heapq.merge(*(_from(p, after) for p in postings))
+            taken = list(itertools.islice(merged, request.first + 1))
+            return Page(
+                [state.objects[k] for k in taken[: request.first]],
+                has_next=len(taken) > request.first,
+                total_count=total,
+            )
+        matching = (
+            state.objects[k]
+            for k in heapq.merge(*(_from(p, after) for p in postings))
+            if keep(state.objects[k])
+        )
+        if request is None:
+            items = list(matching)
+            return Page(items, has_next=False, total_count=len(items))
+        taken_objects = list(itertools.islice(matching, request.first + 1))
+        total_count: int | None = None
+        if request.count_all:
+            total_count = sum(1 for p in postings for k in p if keep(state.objects[k]))
+        return Page(
+            taken_objects[: request.first],
+            has_next=len(taken_objects) > request.first,
+            total_count=total_count,
+        )
+
+
+def _from(keys: list[OrderKey], after: OrderKey | None) -> Iterator[OrderKey]:
+    """The keys after the cursor: a bisect, then an index walk (islice would step through the
+    skipped keys one by one)."""
+    start = 0 if after is None else bisect.bisect_right(keys, after)
+    return (keys[i] for i in range(start, len(keys)))

@@ -1,0 +1,287 @@
+"""What only the `cache` read mode does: its own identity's reads, freshness, convergence.
+
+(Access in both modes is checked by the RBAC matrix, edges, paging, bad-input and tenant tests,
+which run once per read mode.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from kueue_graphql.http import ReadMode
+from kueue_graphql.kube.client import ApiCall, KubeClient
+from kueue_graphql.kube.informer import GoneError, Informer
+from kueue_graphql.kube.resources import LOCAL_QUEUE
+from kueue_graphql.kube.transport import build_api_client, close_api_client
+from kueue_graphql.lookups.store import ALL, ObjectStore
+from tests.cluster.driver import Cluster
+from tests.service.conftest import Server, running_server, server_in_mode
+
+pytestmark = pytest.mark.cluster
+
+LOCAL_QUEUES = """{ localQueues(first: 100, namespace: "team-a") {
+  totalCount nodes { name raw } } }"""
+
+
+@pytest.fixture(scope="module")
+async def cache_server(cluster: Cluster) -> AsyncIterator[Server]:
+    async with server_in_mode(cluster, ReadMode.CACHE) as started:
+        yield started
+
+
+def kubectl_queues(cluster: Cluster) -> dict[str, dict[str, str]]:
+    """team-a's LocalQueues as kubectl shows them to alice: name -> labels."""
+    shown = json.loads(
+        cluster.kubectl("get", "localqueues", "-n", "team-a", "-o", "json", user="alice").stdout
+    )
+    return {q["metadata"]["name"]: q["metadata"].get("labels") or {} for q in shown["items"]}
+
+
+def service_queues(body: dict[str, Any]) -> dict[str, dict[str, str]]:
+    nodes = body["data"]["localQueues"]["nodes"]
+    return {n["name"]: n["raw"]["metadata"].get("labels") or {} for n in nodes}
+
+
+async def converged(server: Server, cluster: Cluster, seconds: float = 10.0) -> float:
+    """Seconds until the service shows alice what kubectl shows her (fails after `seconds`)."""
+    started = time.monotonic()
+    expected = kubectl_queues(cluster)
+    while True:
+        body = await server.query(LOCAL_QUEUES, token=cluster.token("alice"))
+        if "errors" not in body and service_queues(body) == expected:
+            return time.monotonic() - started
+        assert time.monotonic() - started < seconds, (expected, body)
+        await asyncio.sleep(0.2)
+
+
+async def test_the_impersonate_identity_cannot_fill_a_cache(cluster: Cluster) -> None:
+    """The impersonate-mode ServiceAccount may read no Workload itself; a cache-mode server run
+    under it stays not ready, says why, and answers UNAVAILABLE (never anyone's data)."""
+    refused = cluster.kubectl(
+        "get", "workloads", "-A", kubeconfig=cluster.server_kubeconfig, check=False
+    )
+    assert refused.returncode != 0
+    assert "forbidden" in refused.stderr.lower()
+    async with running_server(cluster.server_kubeconfig, read_mode=ReadMode.CACHE) as server:
+        for _ in range(15):
+            ready = await server.http.get("/readyz")
+            if "workloads.kueue.x-k8s.io" in ready.text:
+                break
+            await asyncio.sleep(0.2)
+        assert ready.status_code == 503
+        assert "the cache of workloads.kueue.x-k8s.io is not synced yet" in ready.text
+        body = await server.query(
+            '{ workloads(first: 5, namespace: "team-a") { nodes { name } } }',
+            token=cluster.token("alice"),
+        )
+        assert body["data"]["workloads"] is None
+        assert {e["extensions"]["code"] for e in body["errors"]} == {"UNAVAILABLE"}
+
+
+async def test_admission_path_reads_no_kueue_object_from_the_api_server(
+    cache_server: Server, cluster: Cluster
+) -> None:
+    query = """{ workloadFor(namespace: "team-a", kind: "Job", name: "healthy-running") {
+      name localQueue { name clusterQueue { name cohort { name } } } }
+      job(namespace: "team-a", name: "healthy-running") { name pods { name } } }"""
+    calls: list[ApiCall] = []
+    cache_server.kube.observers.append(calls.append)
+    try:
+        body = await cache_server.query(query, token=cluster.token("viewer"))
+    finally:
+        cache_server.kube.observers.remove(calls.append)
+    assert "errors" not in body, body["errors"]
+    assert body["data"]["workloadFor"]["localQueue"]["clusterQueue"]["name"] == "cq-team-a"
+    kueue_reads = [c.describe() for c in calls if c.path.startswith("/apis/kueue.x-k8s.io/")]
+    assert kueue_reads == []
+    # The Job and its Pods are still read as the caller.
+    assert {c.as_user for c in calls if c.path.startswith(("/apis/batch/", "/api/v1/"))} == {
+        "viewer"
+    }
+    cache = body["extensions"]["cache"]
+    assert {"Workload", "LocalQueue", "ClusterQueue"} <= set(cache["kinds"])
+    assert int(cache["resourceVersion"]) > 0
+
+
+async def test_a_query_without_kueue_objects_has_no_cache_extension(
+    cache_server: Server, cluster: Cluster
+) -> None:
+    body = await cache_server.query(
+        '{ jobs(first: 5, namespace: "team-a") { nodes { name } } }', token=cluster.token("alice")
+    )
+    assert "errors" not in body
+    assert "cache" not in body["extensions"]
+
+
+async def test_changes_reach_the_cache(cache_server: Server, cluster: Cluster) -> None:
+    """A change (label), a new object and a deleted one: the cache shows what kubectl shows
+    within 10 s, and its resourceVersion is at least the changed object's."""
+    mark = uuid.uuid4().hex[:12]
+    cluster.kubectl(
+        "label",
+        "localqueue",
+        "lq-team-a",
+        "-n",
+        "team-a",
+        f"kueue-graphql.example/mark={mark}",
+        "--overwrite",
+    )
+    probe = f"lq-cache-probe-{mark[:6]}"
+    created = cluster.kubectl(
+        "apply",
+        "-f",
+        str(_write_local_queue(cluster, probe)),
+    )
+    assert created.returncode == 0
+    try:
+        await converged(cache_server, cluster)
+        changed = json.loads(
+            cluster.kubectl("get", "localqueue", probe, "-n", "team-a", "-o", "json").stdout
+        )
+        body = await cache_server.query(LOCAL_QUEUES, token=cluster.token("alice"))
+        cache_version = int(body["extensions"]["cache"]["kinds"]["LocalQueue"]["resourceVersion"])
+        assert cache_version >= int(changed["metadata"]["resourceVersion"])
+    finally:
+        cluster.kubectl("delete", "localqueue", probe, "-n", "team-a", "--wait=false", check=False)
+        cluster.kubectl(
+            "label",
+            "localqueue",
+            "lq-team-a",
+            "-n",
+            "team-a",
+            "kueue-graphql.example/mark-",
+            check=False,
+        )
+    await converged(cache_server, cluster)
+
+
+def _write_local_queue(cluster: Cluster, name: str) -> Any:
+    path = cluster.state_dir / f"{name}.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": "team-a"},
+                "spec": {"clusterQueue": "cq-team-a"},
+            }
+        )
+    )
+    return path
+
+
+def api_server_pid(cluster: Cluster) -> int:
+    recorded = json.loads((cluster.state_dir / "pids.json").read_text())
+    pid = next(int(e["pid"]) for e in recorded if e["name"] == "kube-apiserver")
+    # Our own control plane's process (started with cwd = its state directory), not another.
+    assert os.path.realpath(f"/proc/{pid}/cwd") == os.path.realpath(cluster.state_dir)
+    return pid
+
+
+@contextmanager
+def api_server_stopped(pid: int) -> Iterator[None]:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
+    cache_server: Server, cluster: Cluster
+) -> None:
+    """SIGSTOP the kube-apiserver (at most 15 s): answers meanwhile are the last good state or
+    UNAVAILABLE, nothing else; after SIGCONT, changes made then show within 10 s."""
+    await converged(cache_server, cluster)
+    before = kubectl_queues(cluster)
+    token = cluster.token("alice")
+    # Warm: the token review and access decisions are cached, so some answers need no API call.
+    await cache_server.query(LOCAL_QUEUES, token=token)
+    pid = api_server_pid(cluster)
+    outcomes: list[str] = []
+    stopped_at = time.monotonic()
+    with api_server_stopped(pid):
+        while time.monotonic() - stopped_at < 8:
+            body = await cache_server.query(LOCAL_QUEUES, token=token)
+            if body.get("errors"):
+                codes = {e["extensions"]["code"] for e in body["errors"]}
+                assert codes == {"UNAVAILABLE"}, body
+                outcomes.append("UNAVAILABLE")
+            else:
+                # The last good state: exactly what was there before the stop.
+                assert service_queues(body) == before
+                outcomes.append("last-good")
+            await asyncio.sleep(0.5)
+        assert time.monotonic() - stopped_at < 15
+    assert outcomes
+    mark = uuid.uuid4().hex[:12]
+    cluster.kubectl(
+        "label",
+        "localqueue",
+        "lq-small",
+        "-n",
+        "team-a",
+        f"kueue-graphql.example/mark={mark}",
+        "--overwrite",
+    )
+    try:
+        seconds = await converged(cache_server, cluster, seconds=10.0)
+        print(
+            f"during the stop: {outcomes.count('last-good')} last-good answers, "
+            f"{outcomes.count('UNAVAILABLE')} UNAVAILABLE; converged {seconds:.2f} s after resume"
+        )
+    finally:
+        cluster.kubectl(
+            "label",
+            "localqueue",
+            "lq-small",
+            "-n",
+            "team-a",
+            "kueue-graphql.example/mark-",
+            check=False,
+        )
+    await converged(cache_server, cluster)
+
+
+async def test_a_watch_from_a_version_too_old_is_gone_and_the_informer_lists_again(
+    cluster: Cluster,
+) -> None:
+    """410 Gone from the real API server (a watch from resourceVersion 1, long compacted out
+    of its watch cache) makes the informer list again; the store keeps serving throughout."""
+    api_client = await build_api_client(str(cluster.cache_server_kubeconfig), None, False)
+    client = KubeClient(api_client)
+    store = ObjectStore(LOCAL_QUEUE)
+    informer = Informer(client, LOCAL_QUEUE, store)
+    try:
+        assert await informer._list()
+        listed = store.count(ALL)
+        assert listed == len(
+            json.loads(cluster.kubectl("get", "localqueues", "-A", "-o", "json").stdout)["items"]
+        )
+        informer._resource_version = "1"
+        with pytest.raises(GoneError):
+            await informer._watch()
+        # The loop: Gone -> list again (a second complete list), then watch from its version.
+        informer._resource_version = "1"
+        informer.start()
+        for _ in range(100):
+            if informer.status.lists >= 2 and informer.status.watches >= 1:
+                break
+            assert store.count(ALL) == listed  # the previous complete state meanwhile
+            await asyncio.sleep(0.1)
+        assert informer.status.lists >= 2
+        assert informer.problem() is None
+        assert int(store.resource_version) > 1
+    finally:
+        await informer.stop()
+        await close_api_client(api_client)

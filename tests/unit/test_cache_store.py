@@ -1,0 +1,283 @@
+"""The `cache` read mode's stores and indexes (lookups/store.py), on objects captured from the
+real control plane (tests/fixtures/captured): every indexed page equals the page cut from a
+brute-force filter of the same objects, through inserts, updates, deletes and re-lists."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kueue_graphql.core.conditions import workload_status
+from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
+from kueue_graphql.lookups.paging import Page, PageRequest, object_order_key, page_of
+from kueue_graphql.lookups.selection import (
+    admitted_cluster_queue,
+    field_selector,
+    flavor_names,
+    label_selector,
+    workload_matches,
+)
+from kueue_graphql.lookups.store import ALL, ANY, ObjectStore, namespace_key
+
+CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "captured"
+
+
+def _captured() -> list[dict[str, Any]]:
+    return [
+        json.loads(path.read_text())
+        for path in sorted(CAPTURED.glob("*.json"))
+        if path.name != "VERSIONS.json"
+    ]
+
+
+def _unique(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_key = {object_order_key(o): o for o in objects if o}
+    return [copy.deepcopy(by_key[k]) for k in sorted(by_key)]
+
+
+def captured_workloads() -> list[dict[str, Any]]:
+    """The captured Workloads, plus copies in a second namespace and under other names (so the
+    namespace and cursor orders are exercised: `team-a` < `team-a-2`, `team` < `team-a`)."""
+    base = _unique([s["workload"] for s in _captured() if s.get("workload")])
+    extra = []
+    for namespace in ("team", "team-a-2"):
+        for workload in base:
+            clone = copy.deepcopy(workload)
+            clone["metadata"]["namespace"] = namespace
+            clone["metadata"]["uid"] = f"{namespace}-{clone['metadata']['uid']}"
+            for ref in clone["metadata"].get("ownerReferences") or []:
+                ref["uid"] = f"{namespace}-{ref['uid']}"
+            extra.append(clone)
+    assert len(base) >= 8
+    return base + extra
+
+
+def captured(key: str) -> list[dict[str, Any]]:
+    return _unique([o for s in _captured() for o in s.get(key) or []])
+
+
+def names(page: Page) -> list[tuple[str, str]]:
+    return [object_order_key(o) for o in page.items]
+
+
+def all_pages(store: ObjectStore, keys: list[Any], first: int) -> list[tuple[str, str]]:
+    """Every page in turn, each after the previous one's last object (as a cursor does)."""
+    seen: list[tuple[str, str]] = []
+    after = None
+    for _ in range(100):
+        page = store.page(keys, PageRequest(first=first, after=after, count_all=False))
+        seen += names(page)
+        if not page.has_next:
+            return seen
+        last = page.items[-1]["metadata"]
+        after = (last.get("namespace") or "", last["name"])
+    raise AssertionError("pages never ended")
+
+
+def test_managed_fields_are_stripped_and_list_items_get_their_kind() -> None:
+    workload = captured_workloads()[0]
+    workload["metadata"]["managedFields"] = [{"manager": "kueue"}]
+    del workload["kind"]
+    store = ObjectStore(WORKLOAD)
+    store.replace([workload], "10")
+    stored = store.get(workload["metadata"]["namespace"], workload["metadata"]["name"])
+    assert stored is not None
+    assert "managedFields" not in stored["metadata"]
+    assert stored["kind"] == "Workload"
+    assert stored["apiVersion"] == WORKLOAD.api_version
+
+
+def brute_force(
+    objects: list[dict[str, Any]],
+    namespace: str | None,
+    queue: str | None,
+    cluster_queue: str | None,
+    status: str | None,
+) -> list[dict[str, Any]]:
+    return [
+        w
+        for w in objects
+        if (namespace is None or w["metadata"].get("namespace") == namespace)
+        and workload_matches(w, status, queue)
+        and (cluster_queue is None or (admitted_cluster_queue(w) or "") == cluster_queue)
+    ]
+
+
+def test_every_filter_combination_pages_like_a_brute_force_filter() -> None:
+    workloads = captured_workloads()
+    store = ObjectStore(WORKLOAD)
+    store.replace(copy.deepcopy(workloads), "1")
+    namespaces = sorted({w["metadata"]["namespace"] for w in workloads})
+    queues = sorted({w["spec"].get("queueName") or "" for w in workloads})
+    cluster_queues = sorted({admitted_cluster_queue(w) or "" for w in workloads})
+    statuses = sorted({workload_status(w) for w in workloads})
+    assert len(statuses) >= 3, statuses
+    checked = 0
+    for ns, queue, cq, status in itertools.product(
+        [None, *namespaces],
+        [None, *[q for q in queues if q]],
+        [None, *cluster_queues],
+        [None, *statuses],
+    ):
+        expected = brute_force(workloads, ns, queue, cq, status)
+        key = ("wl", ns, queue, cq, status)
+        assert store.count(key) == len(expected)
+        whole = store.page([key], None)
+        assert names(whole) == [object_order_key(w) for w in page_of(expected, None).items]
+        for first in (1, 2, 5):
+            assert all_pages(store, [key], first) == names(whole)
+        checked += 1
+    assert checked > 100
+
+
+def test_a_page_matches_page_of_with_totals_and_cursor() -> None:
+    workloads = captured_workloads()
+    store = ObjectStore(WORKLOAD)
+    store.replace(copy.deepcopy(workloads), "1")
+    for after in [None, ("team-a", ""), ("team-a", "zzz"), ("team", "zzz"), ("zzz", "")]:
+        request = PageRequest(first=3, after=after)
+        got = store.page([ALL], request)
+        expected = page_of(workloads, request)
+        assert names(got) == names(expected)
+        assert (got.has_next, got.total_count) == (expected.has_next, expected.total_count)
+    assert store.page([namespace_key("team")], None).total_count == len(workloads) // 3
+
+
+def test_union_of_postings_is_merged_in_order() -> None:
+    workloads = captured_workloads()
+    store = ObjectStore(WORKLOAD)
+    store.replace(copy.deepcopy(workloads), "1")
+    keys = [("wl", "team-a-2", ANY, ANY, ANY), ("wl", "team", ANY, ANY, ANY)]
+    expected = [
+        object_order_key(w)
+        for w in page_of(
+            [w for w in workloads if w["metadata"]["namespace"] in ("team", "team-a-2")], None
+        ).items
+    ]
+    assert names(store.page(keys, None)) == expected
+    assert all_pages(store, keys, 4) == expected
+
+
+def test_watch_events_move_objects_between_postings() -> None:
+    workloads = captured_workloads()
+    store = ObjectStore(WORKLOAD)
+    store.replace(copy.deepcopy(workloads), "1")
+    pending = next(w for w in workloads if workload_status(w) == "pending")
+    ns, name = pending["metadata"]["namespace"], pending["metadata"]["name"]
+    pending_before = store.count(("wl", ns, ANY, ANY, "pending"))
+    finished = copy.deepcopy(pending)
+    finished["status"] = {
+        "conditions": [{"type": "Finished", "status": "True", "reason": "Succeeded"}]
+    }
+    store.apply("MODIFIED", finished, "2")
+    assert store.count(("wl", ns, ANY, ANY, "pending")) == pending_before - 1
+    assert (ns + "/", name) in names(store.page([("wl", ns, ANY, ANY, "finished")], None))
+    assert store.resource_version == "2"
+    store.apply("DELETED", finished, "3")
+    assert store.get(ns, name) is None
+    assert store.count(ALL) == len(workloads) - 1
+    assert (ns + "/", name) not in names(store.page([("wl", ANY, ANY, ANY, "finished")], None))
+    store.apply("ADDED", copy.deepcopy(pending), "4")
+    assert store.count(("wl", ns, ANY, ANY, "pending")) == pending_before
+    store.apply("BOOKMARK", {"metadata": {"resourceVersion": "9"}}, "9")
+    assert store.resource_version == "9"
+    assert store.count(ALL) == len(workloads)
+
+
+def test_a_relist_swaps_a_complete_state_in_at_once() -> None:
+    workloads = captured_workloads()
+    store = ObjectStore(WORKLOAD)
+    with pytest.raises(LookupError):
+        store.state()
+    store.replace(copy.deepcopy(workloads), "1")
+    before = store.state()
+    count_before = len(before.objects)
+    store.replace(copy.deepcopy(workloads[:3]), "50")
+    # The old state was left untouched (a reader holding it saw no half-built store), and
+    # the new one is complete.
+    assert len(before.objects) == count_before
+    assert before.resource_version == "1"
+    assert store.count(ALL) == 3
+    assert store.resource_version == "50"
+
+
+def test_owner_indexes() -> None:
+    workloads = captured_workloads()
+    store = ObjectStore(WORKLOAD)
+    store.replace(copy.deepcopy(workloads), "1")
+    owned = next(w for w in workloads if w["metadata"].get("ownerReferences"))
+    ref = owned["metadata"]["ownerReferences"][0]
+    assert [object_order_key(w) for w in store.items(("owner-uid", ref["uid"]))] == [
+        object_order_key(owned)
+    ]
+    by_name = store.items(
+        ("owner-name", owned["metadata"]["namespace"], ref["kind"].lower(), ref["name"])
+    )
+    assert [object_order_key(w) for w in by_name] == [object_order_key(owned)]
+
+
+def test_local_queue_cluster_queue_and_cohort_indexes() -> None:
+    queues = captured("clusterQueues")
+    assert queues
+    store = ObjectStore(CLUSTER_QUEUE)
+    store.replace(copy.deepcopy(queues), "1")
+    cohorts = {q["spec"].get("cohortName") or "" for q in queues}
+    flavors = set().union(*(flavor_names(q) for q in queues))
+    for cohort, flavor in itertools.product([None, *cohorts], [None, *flavors]):
+        expected = [
+            q["metadata"]["name"]
+            for q in queues
+            if (cohort is None or (q["spec"].get("cohortName") or "") == cohort)
+            and (flavor is None or flavor in flavor_names(q))
+        ]
+        got = [q["metadata"]["name"] for q in store.page([("cq", cohort, flavor)], None).items]
+        assert got == sorted(expected)
+
+    local_queues = _unique([s["localQueue"] for s in _captured() if s.get("localQueue")])
+    lq_store = ObjectStore(LOCAL_QUEUE)
+    lq_store.replace(copy.deepcopy(local_queues), "1")
+    for q in local_queues:
+        target = q["spec"]["clusterQueue"]
+        matching = lq_store.items(("lq", q["metadata"]["namespace"], target))
+        assert q["metadata"]["name"] in [m["metadata"]["name"] for m in matching]
+
+    cohort_objects = captured("cohorts")
+    cohort_store = ObjectStore(COHORT)
+    cohort_store.replace(copy.deepcopy(cohort_objects), "1")
+    for cohort in cohort_objects:
+        parent = cohort["spec"].get("parentName") or ""
+        children = cohort_store.items(("cohort-parent", parent))
+        assert cohort["metadata"]["name"] in [c["metadata"]["name"] for c in children]
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        ("a=1", {"a": "1"}, True),
+        ("a==1", {"a": "2"}, False),
+        ("a!=1", {}, True),
+        ("a", {"a": ""}, True),
+        ("!a", {"a": ""}, False),
+        ("a in (1, 2),b", {"a": "2", "b": "x"}, True),
+        ("a notin (1,2)", {"a": "1"}, False),
+        ("kueue.x-k8s.io/job-uid=abc-1", {"kueue.x-k8s.io/job-uid": "abc-1"}, True),
+    ],
+)
+def test_label_selectors(selector: str, labels: dict[str, str], expected: bool) -> None:
+    matches = label_selector(selector)
+    assert matches is not None
+    assert matches({"metadata": {"labels": labels}}) is expected
+
+
+def test_unparsed_selectors_are_left_to_the_api_server() -> None:
+    assert label_selector("a > 1") is None
+    assert field_selector("status.phase=Running") is None
+    by_name = field_selector("metadata.name=x,metadata.namespace!=y")
+    assert by_name is not None
+    assert by_name({"metadata": {"name": "x", "namespace": "z"}})
+    assert not by_name({"metadata": {"name": "x", "namespace": "y"}})
