@@ -248,7 +248,9 @@ class ServiceSchema(strawberry.Schema):
                 errors=[
                     GraphQLError(
                         "subscriptions are served over WebSocket (protocol graphql-transport-ws)"
-                        " at /graphql, not over a plain HTTP request",
+                        " at /graphql, or over HTTP when the request asks for a stream with "
+                        '`Accept: multipart/mixed;subscriptionSpec="1.0"`; not over a plain '
+                        "HTTP request",
                         extensions={"code": ErrorCode.BAD_REQUEST.value},
                     )
                 ],

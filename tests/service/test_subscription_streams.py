@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
@@ -461,3 +462,100 @@ async def test_slow_consumer_ends_with_slow_consumer(
     metrics_after = (await live_server.http.get("/metrics")).text
     ended_after = _metric(metrics_after, "kueue_graphql_subscriptions_ended_total", "SLOW")
     assert ended_after == ended_before + 1
+
+
+MULTIPART_ACCEPT = 'multipart/mixed;subscriptionSpec="1.0", application/json'
+
+
+class MultipartParts:
+    """The JSON parts of a multipart subscription response (heartbeats `{}` skipped)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.chunks = response.aiter_bytes()
+        self.buffer = b""
+        self.ended = False
+
+    async def next(self, seconds: float = 15) -> dict[str, Any] | None:
+        """The next part's JSON; None at the end of the stream."""
+        while True:
+            start = self.buffer.find(b"--graphql")
+            if start >= 0:
+                rest = self.buffer[start + len(b"--graphql") :]
+                if rest.startswith(b"--"):
+                    self.ended = True
+                    return None
+                end = rest.find(b"\r\n--graphql")
+                if end >= 0:
+                    part, self.buffer = rest[:end], rest[end + 2 :]
+                    if b"\r\n\r\n" not in part:
+                        continue  # the closing delimiter's own line
+                    body = part.split(b"\r\n\r\n", 1)[1]
+                    parsed: dict[str, Any] = json.loads(body)
+                    if parsed:
+                        return parsed
+                    continue
+            try:
+                chunk = await asyncio.wait_for(anext(self.chunks), seconds)
+            except StopAsyncIteration:
+                return None
+            self.buffer += chunk
+
+
+async def test_http_multipart_subscription(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    apply(cluster, workload_manifest("wl-stream-a"))
+    services = live_server.app.state.services
+    headers = {"Authorization": f"Bearer {cluster.token('alice')}", "Accept": MULTIPART_ACCEPT}
+    body = {"query": WORKLOAD_EVENTS, "variables": {"ns": "team-a", "name": "wl-stream-a"}}
+    async with live_server.http.stream("POST", "/graphql", json=body, headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("multipart/mixed")
+        parts = MultipartParts(response)
+        first = await parts.next()
+        assert first is not None
+        assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+        assert services.live.total == 1
+        cluster.kubectl("label", "workload", "wl-stream-a", "-n", "team-a", "stream=http")
+        while True:
+            part = await parts.next()
+            assert part is not None
+            workload = part["payload"]["data"]["workload"]["workload"]
+            if (workload["labels"] or {}).get("stream") == "http":
+                break
+    # The client went away: the subscription, its watch and its slot are gone.
+    for _ in range(50):
+        if services.live.total == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert services.live.total == 0
+    cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")
+
+
+async def test_http_multipart_subscription_forbidden_and_refusals(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    bob_workload = cluster.get_json("workloads", "-n", "team-b")["items"][0]["metadata"]["name"]
+    body = {"query": WORKLOAD_EVENTS, "variables": {"ns": "team-b", "name": bob_workload}}
+    headers = {"Authorization": f"Bearer {cluster.token('alice')}", "Accept": MULTIPART_ACCEPT}
+    async with live_server.http.stream("POST", "/graphql", json=body, headers=headers) as response:
+        assert response.status_code == 200
+        parts = MultipartParts(response)
+        part = await parts.next()
+        assert part is not None
+        assert part["payload"]["data"] is None
+        codes = [e["extensions"]["code"] for e in part["payload"]["errors"]]
+        assert codes == ["FORBIDDEN"], part
+        assert await parts.next() is None
+        assert parts.ended
+    # Without the multipart Accept: BAD_REQUEST saying how.
+    plain = await live_server.post(WORKLOAD_EVENTS, body["variables"], token=cluster.token("alice"))
+    error = plain.json()["errors"][0]
+    assert error["extensions"]["code"] == "BAD_REQUEST"
+    assert "multipart/mixed" in error["message"]
+    # Without a token: 401 before anything runs, as for a query.
+    refused = await live_server.http.post(
+        "/graphql", json=body, headers={"Accept": MULTIPART_ACCEPT}
+    )
+    assert refused.status_code == 401
+    assert refused.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
