@@ -331,7 +331,13 @@ def serve_supports_read_mode() -> bool:
 def server(read_mode: str, with_flag: bool) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     command = [str(Path(sys.executable).with_name("kueue-graphql")), "serve"]
-    command += ["--kubeconfig", str(STATE / "users" / "kueue-graphql-server.kubeconfig")]
+    # In cache mode the service reads the Kueue kinds as itself: the ServiceAccount that may
+    # also list and watch them (tests/cluster/INTERFACE.md, cache_server_kubeconfig).
+    identity = "kueue-graphql-cache-server" if read_mode == "cache" else "kueue-graphql-server"
+    kubeconfig = STATE / "users" / f"{identity}.kubeconfig"
+    if not kubeconfig.is_file():
+        raise SystemExit(f"{kubeconfig} is missing: restart the control plane (make cluster-up)")
+    command += ["--kubeconfig", str(kubeconfig)]
     command += ["--port", str(port), "--log-level", "warning"]
     command += ["--read-mode", read_mode] if with_flag else []
     process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
