@@ -496,8 +496,8 @@ def print_ratios(read_mode: str, small: int, large: int, figures: dict[int, Any]
     for label in [q.label for q in QUERIES] + [IDEAL]:
         fa, fb = a[label], b[label]
         cpu = fb.cpu_ms / fa.cpu_ms if fa.cpu_ms == fa.cpu_ms and fa.cpu_ms > 0 else float("nan")
-        read = fb.bytes_all / fa.bytes_all if fa.bytes_all else float("nan")
-        print(f"  {label:48} p50 x{fb.p50 / fa.p50:5.2f}   bytes x{read:6.2f}   CPU x{cpu:5.2f}")
+        read = f"x{fb.bytes_all / fa.bytes_all:6.2f}" if fa.bytes_all else f"{fb.bytes_all:7.0f}"
+        print(f"  {label:48} p50 x{fb.p50 / fa.p50:5.2f}   bytes {read}   CPU x{cpu:5.2f}")
     print(f"  {'server RSS after the queries':48} x{b['rss'][1] / a['rss'][1]:5.2f}")
 
 
