@@ -90,7 +90,8 @@ HOLDER = {
 TARGET = {
     "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
     "metadata": {"name": "target", "namespace": NS, "labels": LABELS},
-    "spec": {"queueName": "lq-start",
+    # spec.priority set: Kueue v0.17's visibility API panics on a pending Workload without it.
+    "spec": {"queueName": "lq-start", "priority": 0,
              "podSets": [{"name": "main", "count": 1, "template": {"spec": _pod("1")}}]},
 }  # fmt: skip
 
@@ -135,8 +136,11 @@ def held(cluster: Cluster) -> Iterator[datetime]:
         started = cluster.get_json("job", "holder", "-n", NS)["status"]["startTime"]
         _apply(cluster, [TARGET])
         deadline = time.monotonic() + 60
-        vis = f"/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{CQ}/pendingworkloads"
-        while not json.loads(cluster.kubectl("get", "--raw", vis).stdout).get("items"):
+        vis = f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/lq-start"
+        while True:
+            listed = cluster.kubectl("get", "--raw", f"{vis}/pendingworkloads", check=False)
+            if listed.returncode == 0 and json.loads(listed.stdout).get("items"):
+                break
             assert time.monotonic() < deadline, "Kueue did not list the target as pending"
             time.sleep(0.5)
         yield datetime.fromisoformat(started.replace("Z", "+00:00"))
