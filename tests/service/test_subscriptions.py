@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from kueue_graphql.context import LiveLimits
+from kueue_graphql.http import ReadMode
 from tests.cluster.driver import Cluster
-from tests.service.conftest import Server, running_server
+from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import Subscriber, subscriber
 
 pytestmark = pytest.mark.cluster
@@ -152,9 +153,11 @@ def scenario(cluster: Cluster) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-async def live_server(service_kubeconfig: Any) -> AsyncIterator[Server]:
-    async with running_server(
-        service_kubeconfig,
+async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Server]:
+    # In the default read mode (KUEUE_GRAPHQL_TEST_READ_MODE=cache: woken by the informers).
+    async with server_in_mode(
+        cluster,
+        read_mode,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
         live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, per_connection=3, send_queue=2),
