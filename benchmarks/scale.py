@@ -10,9 +10,8 @@ LocalQueue into a ClusterQueue with zero quota and StrictFIFO, so they stay pend
 retries only the head), prebuilt with `spec.priority` set (Kueue v0.17's visibility server
 panics on a Workload without it). They are created concurrently (bounded) with the admin
 token, and the next size only adds the difference. Then, per read mode, a fresh server
-(`kueue-graphql serve`, as the service's ServiceAccount; kueue-graphql-cache in cache mode)
-answers each query `n` times as viewer (a cluster-wide reader) after two warm-up requests, and
-it prints per query: p50/p95 latency,
+(`kueue-graphql serve`, as the service's ServiceAccount) answers each query `n` times as viewer
+(a cluster-wide reader) after two warm-up requests, and it prints per query: p50/p95 latency,
 API calls and bytes read from the API server per request (the server's
 `kueue_graphql_api_response_bytes` metric: all kinds, and the Kueue kinds alone), server CPU per
 request, the server's RSS, and the 10k/1k (largest/smallest size) ratio of the p50. An ideal raw
@@ -332,9 +331,13 @@ def serve_supports_read_mode() -> bool:
 def server(read_mode: str, with_flag: bool) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     command = [str(Path(sys.executable).with_name("kueue-graphql")), "serve"]
-    # Cache mode reads the Kueue kinds as itself: the ServiceAccount that may (kueue-graphql-cache).
+    # In cache mode the service reads the Kueue kinds as itself: the ServiceAccount that may
+    # also list and watch them (tests/cluster/INTERFACE.md, cache_server_kubeconfig).
     identity = "kueue-graphql-cache-server" if read_mode == "cache" else "kueue-graphql-server"
-    command += ["--kubeconfig", str(STATE / "users" / f"{identity}.kubeconfig")]
+    kubeconfig = STATE / "users" / f"{identity}.kubeconfig"
+    if not kubeconfig.is_file():
+        raise SystemExit(f"{kubeconfig} is missing: restart the control plane (make cluster-up)")
+    command += ["--kubeconfig", str(kubeconfig)]
     command += ["--port", str(port), "--log-level", "warning"]
     command += ["--read-mode", read_mode] if with_flag else []
     process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))

@@ -13,7 +13,10 @@ one quota-held Job, then every `--every` seconds flips its Workload's `spec.acti
 
 Printed: change -> push latency p50/p95 (from just before the admin's PATCH is sent to each
 message's arrival, so it includes the PATCH itself), server RSS per open subscription, server
-CPU per pushed message, and the server's fds / threads / RSS before opening and after closing.
+CPU per pushed message beside the CPU of one `diagnose` query (what a polling client pays per
+answer, measured in the same run), and the server's fds / asyncio tasks (from /metrics) /
+threads / RSS / connections to the API server before opening and after closing, for each of
+`--rounds` open-hold-close cycles (bounded: the second round ends where the first did).
 """
 
 from __future__ import annotations
@@ -236,7 +239,29 @@ async def one_round(
         f"tasks {open_tasks}"
     )
     if received:
-        print(f"server CPU per pushed message: {cpu / received * 1000:.2f} ms")
+        per_push = cpu / received * 1000
+        per_query = await cpu_per_query(url, pid)
+        print(
+            f"server CPU per pushed message: {per_push:.2f} ms; per `diagnose` query of the "
+            f"same Job over HTTP (a polling client's cost per answer): {per_query:.2f} ms "
+            f"(ratio {per_push / per_query:.2f})"
+        )
+
+
+async def cpu_per_query(url: str, pid: int, count: int = 50) -> float:
+    """Server CPU (ms) per `diagnose` query of the benchmark's Job, as alice, one at a time."""
+    import httpx
+
+    query = QUERY.replace("subscription", "query").replace("diagnosis(", "diagnose(")
+    headers = {"Authorization": f"Bearer {token('alice')}"}
+    body = {"query": query, "variables": {"ns": "team-a", "name": JOB}}
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        await http.post("/graphql", json=body, headers=headers)
+        start = cpu_seconds(pid)
+        for _ in range(count):
+            response = await http.post("/graphql", json=body, headers=headers)
+            assert "errors" not in response.json(), response.text
+        return (cpu_seconds(pid) - start) / count * 1000
 
 
 async def expect_next(sub: Subscriber) -> None:

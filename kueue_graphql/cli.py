@@ -21,7 +21,11 @@ from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
-from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS, ReadMode
+from kueue_graphql.http.settings import (
+    MAX_READYZ_TIMEOUT_SECONDS,
+    MAX_TOKEN_CACHE_TTL_SECONDS,
+    ReadMode,
+)
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
@@ -246,6 +250,54 @@ def _parser() -> argparse.ArgumentParser:
         help="how long a denied access decision is reused (at most --authz-cache-ttl)",
     )
     serve.add_argument(
+        "--keep-alive-timeout",
+        type=int,
+        default=int(_env("keep_alive_timeout", "5") or 0),
+        help="seconds an idle kept-alive connection stays open between requests",
+    )
+    serve.add_argument(
+        "--api-timeout",
+        type=float,
+        default=float(_env("api_timeout", "10") or 0),
+        help="seconds one Kubernetes API call may take (then UNAVAILABLE)",
+    )
+    serve.add_argument(
+        "--readyz-timeout",
+        type=float,
+        default=float(_env("readyz_timeout", "1.5") or 0),
+        help="seconds /readyz waits for the API server before answering 503 (at most 2)",
+    )
+    serve.add_argument(
+        "--max-json-depth",
+        type=int,
+        default=int(_env("max_json_depth", "32") or 0),
+        help="deepest nesting of arrays and objects in a request body",
+    )
+    serve.add_argument(
+        "--max-operation-name-length",
+        type=int,
+        default=int(_env("max_operation_name_length", "128") or 0),
+        help="longest operationName accepted",
+    )
+    serve.add_argument(
+        "--max-analysis-ms",
+        type=float,
+        default=float(_env("max_analysis_ms", "50") or 0),
+        help="CPU milliseconds for parsing, measuring and validating one new query",
+    )
+    serve.add_argument(
+        "--max-comparisons",
+        type=int,
+        default=int(_env("max_comparisons", "10000") or 0),
+        help="most field comparisons validating one query may need (repeated fields/fragments)",
+    )
+    serve.add_argument(
+        "--max-number-length",
+        type=int,
+        default=int(_env("max_number_length", "40") or 0),
+        help="longest number literal in a query, in characters",
+    )
+    serve.add_argument(
         "--quota-disclosure",
         choices=[level.value for level in QuotaDisclosure],
         default=_env("quota_disclosure", QuotaDisclosure.NONE.value),
@@ -331,6 +383,11 @@ def settings_problem(settings: ServerSettings) -> str | None:
         return "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl"
     if settings.max_concurrent_requests < 1:
         return "--max-concurrent-requests must be at least 1"
+    if not 0 < settings.readyz_timeout_seconds <= MAX_READYZ_TIMEOUT_SECONDS:
+        return (
+            f"--readyz-timeout must be above 0 and at most {MAX_READYZ_TIMEOUT_SECONDS:g} s "
+            "(a probe's own timeout)"
+        )
     return None
 
 
@@ -360,12 +417,22 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         max_concurrent_requests=args.max_concurrent_requests,
         header_timeout_seconds=args.header_timeout,
         body_timeout_seconds=args.body_timeout,
+        keep_alive_timeout_seconds=args.keep_alive_timeout,
+        api_request_timeout_seconds=args.api_timeout,
+        readyz_timeout_seconds=args.readyz_timeout,
+        max_json_depth=args.max_json_depth,
+        max_operation_name_length=args.max_operation_name_length,
         query_limits=QueryLimits(
             max_depth=args.max_depth,
             max_aliases=args.max_aliases,
             max_tokens=args.max_tokens,
             max_fields=args.max_fields,
             max_cost=args.max_cost,
+            max_comparisons=args.max_comparisons,
+            max_number_length=args.max_number_length,
+            max_analysis_seconds=args.max_analysis_ms / 1000,
+            # `first: $variable` is costed as the largest page a request may ask for.
+            assumed_page_size=args.max_page_size,
         ),
         request_limits=RequestLimits(
             api_call_budget=args.api_call_budget,

@@ -248,7 +248,9 @@ class ServiceSchema(strawberry.Schema):
                 errors=[
                     GraphQLError(
                         "subscriptions are served over WebSocket (protocol graphql-transport-ws)"
-                        " at /graphql, not over a plain HTTP request",
+                        " at /graphql, or over HTTP when the request asks for a stream with "
+                        '`Accept: multipart/mixed;subscriptionSpec="1.0"`; not over a plain '
+                        "HTTP request",
                         extensions={"code": ErrorCode.BAD_REQUEST.value},
                     )
                 ],
@@ -270,8 +272,8 @@ class ServiceSchema(strawberry.Schema):
         """The root field of a subscription document (cached parse), else None."""
         if not query:
             return None
-        # Valid documents are in the parse cache (stream's on_parse put them there); a long
-        # one is parsed again, within the token limit it passed.
+        # Streaming starts after validation, so the document is normally in the cache; one
+        # evicted meanwhile passed the limits and parses within them.
         document = self.checks.parsed.get(query)
         if document is None:
             try:

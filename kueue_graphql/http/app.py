@@ -24,6 +24,11 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse
+from strawberry.subscriptions import (
+    GRAPHQL_TRANSPORT_WS_PROTOCOL,
+    GRAPHQL_WS_PROTOCOL,
+    MULTIPART_SUBSCRIPTION_PROTOCOL,
+)
 from strawberry.types import ExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
@@ -49,6 +54,7 @@ from kueue_graphql.http.middleware import (
     ConcurrencyLimit,
     Deadline,
     DropImpersonationHeaders,
+    is_subscription_stream,
 )
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
@@ -163,6 +169,13 @@ class GraphQLView(GraphQL[RequestContext, None]):
             build_schema(settings.query_limits, send_queue=settings.live_limits.send_queue),
             graphql_ide="graphiql" if settings.graphiql else None,
             allow_queries_via_get=settings.allow_get_queries,
+            # WebSocket (graphql-transport-ws, legacy graphql-ws) and, for clients without
+            # WebSockets, HTTP multipart subscriptions (GraphiQL's and Apollo's fetchers).
+            subscription_protocols=(
+                GRAPHQL_TRANSPORT_WS_PROTOCOL,
+                GRAPHQL_WS_PROTOCOL,
+                MULTIPART_SUBSCRIPTION_PROTOCOL,
+            ),
         )
         self.settings = settings
         # GraphiQL would keep the Authorization header (a bearer token) in the browser's
@@ -220,8 +233,11 @@ class GraphQLView(GraphQL[RequestContext, None]):
     ) -> GraphQLHTTPResponse:
         # The identity is resolved lazily, so a rejected token surfaces as a field error;
         # any such error means nothing in this request was read as anyone.
+        streaming = is_subscription_stream(request.scope)
         for error in result.errors or []:
-            if (error.extensions or {}).get("code") == ErrorCode.UNAUTHENTICATED.value:
+            code = (error.extensions or {}).get("code")
+            # A stream's parts follow its 200 head: there the error is the last part.
+            if code == ErrorCode.UNAUTHENTICATED.value and not streaming:
                 raise TokenRejectedError(error.message)
         record = request_record(request.scope)
         if record is not None:
@@ -242,6 +258,12 @@ class GraphQLView(GraphQL[RequestContext, None]):
             record = request_record(request.scope)
             if record is not None:
                 record.context = context
+            if is_subscription_stream(request.scope):
+                # A multipart subscription: each message gets a fresh context as the same
+                # caller (the header's token, re-reviewed), as over WebSocket.
+                context.renew = lambda: self._context(services, authenticate)
+                context.live = services.live
+                context.changes = WatchSources(services.watch_kube)
             return context
 
         # A WebSocket connection: the token comes from connection_init's payload

@@ -8,6 +8,7 @@ import json
 import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from strawberry.http.streaming import MultipartSubscriptionTransport
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,21 @@ async def _send_json(
     await send({"type": "http.response.body", "body": body})
 
 
+_MULTIPART_SUBSCRIPTIONS = MultipartSubscriptionTransport()
+
+
+def is_subscription_stream(scope: Scope) -> bool:
+    """An HTTP request asking for a subscription as a multipart stream (`Accept:
+    multipart/mixed;subscriptionSpec="1.0"`). It lives as long as the subscription, so the
+    request deadline and the concurrency cap do not apply; the subscription caps do."""
+    for name, value in scope.get("headers") or ():
+        if name == b"accept":
+            accept = value.decode("latin-1")
+            if any(_MULTIPART_SUBSCRIPTIONS.accepts(part) for part in accept.split(",")):
+                return True
+    return False
+
+
 class ConcurrencyLimit:
     """At most `max_requests` HTTP requests in the application at once; the next one gets 503
     UNAVAILABLE with `Retry-After: 1` at once instead of queueing behind them. `/healthz` is
@@ -50,7 +66,7 @@ class ConcurrencyLimit:
         self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/healthz":
+        if scope["type"] != "http" or scope["path"] == "/healthz" or is_subscription_stream(scope):
             await self.app(scope, receive, send)
             return
         if self.in_flight >= self.max_requests:
@@ -165,7 +181,7 @@ class Deadline:
         self.seconds = seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or is_subscription_stream(scope):
             await self.app(scope, receive, send)
             return
         started = False

@@ -117,6 +117,7 @@ def main() -> int:
         body = json.dumps(
             {"query": DEMO_QUERY, "variables": {"ns": "team-a", "job": "too-big-3x1cpu"}}
         )
+        live_body = json.dumps({"query": DEMO_SUBSCRIPTION})
         print(
             f"""
 kueue-graphql is serving {url}/graphql against the local control plane ({cluster.api_url}).
@@ -134,6 +135,11 @@ A live answer (GraphiQL runs it over graphql-transport-ws with the same Headers)
 From a shell:
   curl -s {url}/graphql -H 'Authorization: Bearer {alice}' \\
        -H 'Content-Type: application/json' -d '{body}'
+
+The live answer over HTTP (multipart parts, one per change; Ctrl-C ends it):
+  curl -sN {url}/graphql -H 'Authorization: Bearer {alice}' \\
+       -H 'Content-Type: application/json' -H 'Accept: multipart/mixed;subscriptionSpec="1.0"' \\
+       -d '{live_body}'
 
 Scenario Jobs in team-a: too-big-3x1cpu, waits-on-stopped-queue, waits-on-missing-clusterqueue,
 no-spot-toleration, over-borrowing-limit, admitted-but-unschedulable, healthy-running, finished-ok,

@@ -232,6 +232,60 @@ def test_graphiql_never_stores_the_token(served: Process, browser: Any, cluster:
     assert not [key for key in stored if "headers" in key.lower()]
 
 
+def test_graphiql_runs_a_subscription_with_the_pages_token(
+    served: Process, browser: Any, cluster: Cluster
+) -> None:
+    """The token typed into GraphiQL's Headers editor reaches connection_init (its WebSocket
+    fetcher sends the headers as the connection params): the subscription runs as alice."""
+    token = cluster.token("alice")
+    name = cluster.get_json("workloads", "-n", "team-a", user="alice")["items"][0]["metadata"][
+        "name"
+    ]
+    subscription = (
+        f'subscription Live {{ workload(namespace: "team-a", name: "{name}") {{ type name }} }}'
+    )
+    sockets: list[Any] = []
+    sent: list[str] = []
+
+    def opened(socket: Any) -> None:
+        sockets.append(socket)
+        socket.on("framesent", lambda payload: sent.append(str(payload)))
+
+    page = browser.new_page()
+    page.on("websocket", opened)
+    page.goto(served.url + "/graphql")
+    page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=30000)
+    page.evaluate(
+        "(text) => document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror"
+        ".setValue(text)",
+        subscription,
+    )
+    page.get_by_role("button", name="Headers").click()
+    page.evaluate(
+        """(token) => {
+          const editors = [...document.querySelectorAll('.graphiql-editor-tool .CodeMirror')];
+          const visible = editors.filter((e) => e.offsetParent !== null);
+          visible[visible.length - 1].CodeMirror.setValue(
+            JSON.stringify({Authorization: 'Bearer ' + token}));
+        }""",
+        token,
+    )
+    page.click(".graphiql-execute-button")
+    page.wait_for_function(
+        "(name) => document.querySelector('.graphiql-response')?.innerText.includes(name)",
+        arg=name,
+        timeout=30000,
+    )
+    response = page.evaluate("() => document.querySelector('.graphiql-response').innerText")
+    page.close()
+    assert "INITIAL" in response, response
+    assert "errors" not in response, response
+    assert sockets, "GraphiQL did not open a WebSocket"
+    init = [json.loads(frame) for frame in sent if "connection_init" in frame]
+    assert init, sent
+    assert init[0]["payload"]["Authorization"] == f"Bearer {token}"
+
+
 def test_one_json_access_line_per_request_with_its_request_id(
     served: Process, cluster: Cluster
 ) -> None:

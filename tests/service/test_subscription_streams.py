@@ -1,0 +1,561 @@
+"""The object and set subscriptions (workload, workloadFor, workloads, clusterQueue) and the
+slow-consumer bound, against the real control plane, over a real WebSocket, as several users."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+from websockets.typing import Subprotocol
+from websockets.uri import parse_uri
+
+from kueue_graphql.context import LiveLimits
+from tests.cluster.driver import Cluster
+from tests.service.conftest import Server, running_server
+from tests.service.live_client import PROTOCOL, Subscriber, subscriber
+
+pytestmark = pytest.mark.cluster
+
+TTL_SECONDS = 3.0
+SEND_QUEUE = 2
+
+SCENARIO = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq-stream}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: standard
+      resources:
+      - {name: cpu, nominalQuota: "2"}
+      - {name: memory, nominalQuota: 4Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq-stream, namespace: team-a}
+spec: {clusterQueue: cq-stream}
+"""
+
+
+def workload_manifest(name: str, cpu: str = "100m") -> str:
+    return f"""
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata: {{name: {name}, namespace: team-a}}
+spec:
+  queueName: lq-stream
+  podSets:
+  - name: main
+    count: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - name: main
+          image: registry.invalid/kueue-graphql/sleep:never-pulled
+          resources:
+            requests: {{cpu: "{cpu}", memory: "64Mi"}}
+"""
+
+
+JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: stream-job
+  namespace: team-a
+  labels: {kueue.x-k8s.io/queue-name: lq-stream}
+spec:
+  suspend: true
+  parallelism: 1
+  completions: 1
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: registry.invalid/kueue-graphql/sleep:never-pulled
+        resources:
+          requests: {cpu: "100m", memory: "64Mi"}
+"""
+
+WORKLOAD_EVENTS = """
+subscription($ns: String!, $name: String!) {
+  workload(namespace: $ns, name: $name) { type name workload { name labels } }
+}
+"""
+WORKLOAD_FOR = """
+subscription($ns: String!, $name: String!) {
+  workloadFor(namespace: $ns, kind: "Job", name: $name) { type name workload { name } }
+}
+"""
+WORKLOADS = """
+subscription($ns: String, $lq: String) {
+  workloads(namespace: $ns, localQueue: $lq) {
+    initial count changes { type name workload { name status } }
+  }
+}
+"""
+CLUSTER_QUEUE = """
+subscription($name: String!) {
+  clusterQueue(name: $name) { name reservingWorkloads admittedWorkloads }
+}
+"""
+
+
+def apply(cluster: Cluster, manifest: str) -> None:
+    subprocess.run(
+        [
+            str(cluster.kubectl_bin),
+            "--kubeconfig",
+            str(cluster.admin_kubeconfig),
+            "apply",
+            "-f",
+            "-",
+        ],
+        input=manifest,
+        text=True,
+        check=True,
+        capture_output=True,
+    )
+
+
+def delete(cluster: Cluster, *args: str) -> None:
+    cluster.kubectl("delete", *args, "--ignore-not-found", "--wait=false", check=False)
+
+
+def force_delete_pods(cluster: Cluster) -> None:
+    # No kubelet: a deleted Pod stays Terminating (holding its Node's CPU) until removed by force.
+    cluster.kubectl(
+        "delete",
+        "pods",
+        "-n",
+        "team-a",
+        "-l",
+        "job-name=stream-job",
+        "--force",
+        "--grace-period=0",
+        "--ignore-not-found",
+        check=False,
+    )
+
+
+STREAM_WORKLOADS = ("wl-stream-a", "wl-stream-b", "wl-stream-big")
+
+
+@pytest.fixture(scope="module")
+def scenario(cluster: Cluster) -> Iterator[None]:
+    for name in STREAM_WORKLOADS:
+        cluster.kubectl("delete", "workload", name, "-n", "team-a", "--ignore-not-found")
+    cluster.kubectl("delete", "job", "stream-job", "-n", "team-a", "--ignore-not-found")
+    apply(cluster, SCENARIO)
+    yield
+    for name in STREAM_WORKLOADS:
+        delete(cluster, "workload", name, "-n", "team-a")
+    delete(cluster, "job", "stream-job", "-n", "team-a", "--cascade=background")
+    force_delete_pods(cluster)
+    delete(cluster, "localqueue", "lq-stream", "-n", "team-a")
+    delete(cluster, "clusterqueue", "cq-stream")
+
+
+@pytest.fixture(scope="module")
+async def live_server(service_kubeconfig: Any) -> AsyncIterator[Server]:
+    async with running_server(
+        service_kubeconfig,
+        token_cache_ttl_seconds=TTL_SECONDS,
+        authz_cache_ttl_seconds=TTL_SECONDS,
+        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE),
+    ) as started:
+        yield started
+
+
+async def next_message(sub: Subscriber, seconds: float = 15) -> dict[str, Any]:
+    return await asyncio.wait_for(sub.receive(), seconds)
+
+
+async def next_data(sub: Subscriber, field: str, seconds: float = 15) -> dict[str, Any]:
+    message = await next_message(sub, seconds)
+    assert message["type"] == "next", message
+    assert "errors" not in message["payload"], message
+    data: dict[str, Any] = message["payload"]["data"][field]
+    return data
+
+
+async def until(sub: Subscriber, field: str, wanted: Any, seconds: float = 15) -> dict[str, Any]:
+    deadline = time.monotonic() + seconds
+    seen: list[Any] = []
+    while True:
+        try:
+            data = await next_data(sub, field, max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            raise AssertionError(f"nothing matching within {seconds} s; pushed: {seen}") from None
+        seen.append(data)
+        if wanted(data):
+            return data
+
+
+async def test_workload_pushes_each_change_then_deleted(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    apply(cluster, workload_manifest("wl-stream-a"))
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", WORKLOAD_EVENTS, {"ns": "team-a", "name": "wl-stream-a"})
+        first = await next_data(sub, "workload")
+        assert first["type"] == "INITIAL"
+        assert first["workload"]["name"] == "wl-stream-a"
+        cluster.kubectl("label", "workload", "wl-stream-a", "-n", "team-a", "stream=changed")
+        changed = await until(
+            sub, "workload", lambda d: (d["workload"]["labels"] or {}).get("stream") == "changed"
+        )
+        assert changed["type"] == "UPDATED"
+        cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")
+        deleted = await until(sub, "workload", lambda d: d["type"] == "DELETED")
+        assert deleted["workload"] is None
+        assert (await next_message(sub))["type"] == "complete"
+
+
+async def test_workload_for_follows_the_jobs_workload(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", WORKLOAD_FOR, {"ns": "team-a", "name": "stream-job"})
+        first = await next_data(sub, "workloadFor")
+        assert first == {"type": "INITIAL", "name": None, "workload": None}
+        apply(cluster, JOB)
+        created = await until(sub, "workloadFor", lambda d: d["workload"] is not None)
+        assert created["type"] == "UPDATED"
+        name = created["workload"]["name"]
+        owned = cluster.get_json("workload", name, "-n", "team-a", user="alice")
+        assert owned["metadata"]["ownerReferences"][0]["name"] == "stream-job"
+        cluster.kubectl("delete", "job", "stream-job", "-n", "team-a", "--cascade=background")
+        force_delete_pods(cluster)
+        deleted = await until(sub, "workloadFor", lambda d: d["type"] == "DELETED", 30)
+        assert deleted["workload"] is None
+
+
+async def test_workloads_added_modified_removed(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    variables = {"ns": "team-a", "lq": "lq-stream"}
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", WORKLOADS, variables)
+        first = await next_data(sub, "workloads")
+        listed = cluster.get_json("workloads", "-n", "team-a", user="alice")["items"]
+        in_queue = [w for w in listed if w["spec"].get("queueName") == "lq-stream"]
+        assert first == {"initial": True, "count": len(in_queue), "changes": []}
+        apply(cluster, workload_manifest("wl-stream-b"))
+
+        def change(kind: str) -> Any:
+            return lambda d: any(
+                c["type"] == kind and c["name"] == "wl-stream-b" for c in d["changes"]
+            )
+
+        added = await until(sub, "workloads", change("ADDED"))
+        assert added["count"] == len(in_queue) + 1
+        cluster.kubectl("label", "workload", "wl-stream-b", "-n", "team-a", "stream=changed")
+        await until(sub, "workloads", change("MODIFIED"))
+        cluster.kubectl("delete", "workload", "wl-stream-b", "-n", "team-a")
+        removed = await until(sub, "workloads", change("REMOVED"))
+        assert removed["count"] == len(in_queue)
+        gone = [c for c in removed["changes"] if c["name"] == "wl-stream-b"]
+        assert gone[0]["workload"] is None
+
+
+async def test_cluster_queue_pushes_usage_changes(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    async with subscriber(live_server.url, cluster.token("viewer")) as sub:
+        await sub.subscribe("1", CLUSTER_QUEUE, {"name": "cq-stream"})
+        first = await next_data(sub, "clusterQueue")
+        admitted = first["admittedWorkloads"] or 0
+        apply(cluster, workload_manifest("wl-stream-b"))
+        more = await until(
+            sub, "clusterQueue", lambda d: (d["admittedWorkloads"] or 0) == admitted + 1
+        )
+        queried = cluster.get_json("clusterqueue", "cq-stream", user="viewer")
+        assert queried["status"]["admittedWorkloads"] == more["admittedWorkloads"]
+        cluster.kubectl("delete", "workload", "wl-stream-b", "-n", "team-a")
+        await until(sub, "clusterQueue", lambda d: (d["admittedWorkloads"] or 0) == admitted)
+
+
+@pytest.mark.parametrize(
+    ("query", "variables"),
+    [
+        (WORKLOAD_EVENTS, {"ns": "team-b", "name": None}),
+        (WORKLOADS, {"ns": "team-b", "lq": None}),
+        (CLUSTER_QUEUE, {"name": "cq-stream"}),
+    ],
+    ids=["workload", "workloads", "clusterQueue"],
+)
+async def test_tenant_gets_forbidden_and_nothing_else(
+    live_server: Server, cluster: Cluster, scenario: None, query: str, variables: dict[str, Any]
+) -> None:
+    if "name" in variables and variables["name"] is None:
+        items = cluster.get_json("workloads", "-n", "team-b")["items"]
+        variables = {**variables, "name": items[0]["metadata"]["name"]}
+    # kubectl as alice is refused the same reads.
+    assert cluster.kubectl("get", "workloads", "-n", "team-b", user="alice", check=False).returncode
+    assert cluster.kubectl("get", "clusterqueues", user="alice", check=False).returncode
+    services = live_server.app.state.services
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", query, variables)
+        message = await next_message(sub)
+        assert message["type"] == "next", message
+        assert message["payload"]["data"] is None
+        codes = [e["extensions"]["code"] for e in message["payload"]["errors"]]
+        assert codes == ["FORBIDDEN"], message
+        assert (await next_message(sub))["type"] == "complete"
+        # Nothing more is pushed, and no slot (nor watch) is held for it.
+        with pytest.raises(TimeoutError):
+            await next_message(sub, 2 * TTL_SECONDS)
+        assert services.live.total == 0
+
+
+def _metric(text: str, name: str, label: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name) and label in line:
+            return float(line.split()[-1])
+    return 0.0
+
+
+class StallingClient:
+    """graphql-transport-ws over a plain socket (websockets' sans-I/O protocol), reading only
+    when told: between reads nothing at all is read from the socket, as a client that stops
+    reading (a libraries' own client keeps reading into its buffers)."""
+
+    def __init__(self, url: str) -> None:
+        self.protocol = ClientProtocol(
+            parse_uri(url.replace("http://", "ws://") + "/graphql"),
+            subprotocols=[Subprotocol(PROTOCOL)],
+            max_size=None,
+        )
+        host, port = url.removeprefix("http://").split(":")
+        self.sock = socket.socket()
+        # A small receive window, so the server's side fills after a few messages.
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.connect((host, int(port)))
+        self.sock.setblocking(False)
+        self.messages: list[dict[str, Any]] = []
+
+    async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        for data in self.protocol.data_to_send():
+            if data:
+                await loop.sock_sendall(self.sock, data)
+
+    async def open(self, token: str) -> None:
+        self.protocol.send_request(self.protocol.connect())
+        await self._flush()
+        loop = asyncio.get_running_loop()
+        while self.protocol.state is State.CONNECTING:
+            data = await asyncio.wait_for(loop.sock_recv(self.sock, 2**16), 10)
+            assert data, "the server closed the connection during the handshake"
+            self.protocol.receive_data(data)
+            self.protocol.events_received()
+        assert self.protocol.handshake_exc is None, self.protocol.handshake_exc
+        init = {"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}}
+        await self.send(init)
+        assert (await self.receive())["type"] == "connection_ack"
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.protocol.send_text(json.dumps(message).encode())
+        await self._flush()
+
+    async def receive(self, seconds: float = 30) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        while not self.messages:
+            data = await asyncio.wait_for(loop.sock_recv(self.sock, 2**16), seconds)
+            assert data, "the server closed the connection"
+            self.protocol.receive_data(data)
+            for event in self.protocol.events_received():
+                if isinstance(event, Frame) and event.opcode is Opcode.TEXT:
+                    self.messages.append(json.loads(event.data))
+            await self._flush()  # pongs
+        message = self.messages.pop(0)
+        if message["type"] == "ping":
+            await self.send({"type": "pong"})
+            return await self.receive(seconds)
+        return message
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+async def test_slow_consumer_ends_with_slow_consumer(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    """A client that stops reading: its messages (each ~240 KB) fill the socket, then the send
+    queue; the next one ends the stream (watches closed, slot freed). When the client reads
+    again it gets what was already on the wire, then SLOW_CONSUMER, then complete."""
+    apply(cluster, workload_manifest("wl-stream-big"))
+    query = """
+    subscription($ns: String!, $name: String!) {
+      workload(namespace: $ns, name: $name) { type workload { annotations } }
+    }"""
+    services = live_server.app.state.services
+    metrics_before = (await live_server.http.get("/metrics")).text
+    ended_before = _metric(metrics_before, "kueue_graphql_subscriptions_ended_total", "SLOW")
+    client = StallingClient(live_server.url)
+    try:
+        await client.open(cluster.token("alice"))
+        await client.send(
+            {
+                "id": "1",
+                "type": "subscribe",
+                "payload": {"query": query, "variables": {"ns": "team-a", "name": "wl-stream-big"}},
+            }
+        )
+        first = await client.receive()
+        assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+        # The client stops reading; the Workload changes, each change pushed in full.
+        patches = 0
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
+            while services.live.total and patches < 60:
+                patches += 1
+                body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
+                patch.seek(0)
+                patch.truncate()
+                patch.write(json.dumps(body))
+                patch.flush()
+                cluster.kubectl(
+                    "patch",
+                    "workload",
+                    "wl-stream-big",
+                    "-n",
+                    "team-a",
+                    "--type=merge",
+                    "--patch-file",
+                    patch.name,
+                )
+                await asyncio.sleep(0.1)
+        assert services.live.total == 0, f"still open after {patches} changes"
+        # The client reads again: what was on the wire, then the error, then complete.
+        read = 0
+        while True:
+            message = await client.receive()
+            if message["type"] == "next" and "errors" not in message["payload"]:
+                read += 1
+                continue
+            break
+        codes = [e["extensions"]["code"] for e in message["payload"]["errors"]]
+        assert codes == ["SLOW_CONSUMER"], message
+        assert (await client.receive())["type"] == "complete"
+        # Fewer than were computed reached the client: the rest was dropped, not buffered.
+        assert read < patches, (read, patches)
+        print(f"slow consumer: ended after {patches} changes; {read} had reached the socket")
+    finally:
+        client.close()
+    metrics_after = (await live_server.http.get("/metrics")).text
+    ended_after = _metric(metrics_after, "kueue_graphql_subscriptions_ended_total", "SLOW")
+    assert ended_after == ended_before + 1
+
+
+MULTIPART_ACCEPT = 'multipart/mixed;subscriptionSpec="1.0", application/json'
+
+
+class MultipartParts:
+    """The JSON parts of a multipart subscription response (heartbeats `{}` skipped)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.chunks = response.aiter_bytes()
+        self.buffer = b""
+        self.ended = False
+
+    async def next(self, seconds: float = 15) -> dict[str, Any] | None:
+        """The next part's JSON; None at the end of the stream."""
+        while True:
+            start = self.buffer.find(b"--graphql")
+            if start >= 0:
+                rest = self.buffer[start + len(b"--graphql") :]
+                if rest.startswith(b"--"):
+                    self.ended = True
+                    return None
+                end = rest.find(b"\r\n--graphql")
+                if end >= 0:
+                    part, self.buffer = rest[:end], rest[end + 2 :]
+                    if b"\r\n\r\n" not in part:
+                        continue  # the closing delimiter's own line
+                    body = part.split(b"\r\n\r\n", 1)[1]
+                    parsed: dict[str, Any] = json.loads(body)
+                    if parsed:
+                        return parsed
+                    continue
+            try:
+                chunk = await asyncio.wait_for(anext(self.chunks), seconds)
+            except StopAsyncIteration:
+                return None
+            self.buffer += chunk
+
+
+async def test_http_multipart_subscription(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    apply(cluster, workload_manifest("wl-stream-a"))
+    services = live_server.app.state.services
+    headers = {"Authorization": f"Bearer {cluster.token('alice')}", "Accept": MULTIPART_ACCEPT}
+    body = {"query": WORKLOAD_EVENTS, "variables": {"ns": "team-a", "name": "wl-stream-a"}}
+    async with live_server.http.stream("POST", "/graphql", json=body, headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("multipart/mixed")
+        parts = MultipartParts(response)
+        first = await parts.next()
+        assert first is not None
+        assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+        assert services.live.total == 1
+        cluster.kubectl("label", "workload", "wl-stream-a", "-n", "team-a", "stream=http")
+        while True:
+            part = await parts.next()
+            assert part is not None
+            workload = part["payload"]["data"]["workload"]["workload"]
+            if (workload["labels"] or {}).get("stream") == "http":
+                break
+    # The client went away: the subscription, its watch and its slot are gone.
+    for _ in range(50):
+        if services.live.total == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert services.live.total == 0
+    cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")
+
+
+async def test_http_multipart_subscription_forbidden_and_refusals(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    bob_workload = cluster.get_json("workloads", "-n", "team-b")["items"][0]["metadata"]["name"]
+    body = {"query": WORKLOAD_EVENTS, "variables": {"ns": "team-b", "name": bob_workload}}
+    headers = {"Authorization": f"Bearer {cluster.token('alice')}", "Accept": MULTIPART_ACCEPT}
+    async with live_server.http.stream("POST", "/graphql", json=body, headers=headers) as response:
+        assert response.status_code == 200
+        parts = MultipartParts(response)
+        part = await parts.next()
+        assert part is not None
+        assert part["payload"]["data"] is None
+        codes = [e["extensions"]["code"] for e in part["payload"]["errors"]]
+        assert codes == ["FORBIDDEN"], part
+        assert await parts.next() is None
+        assert parts.ended
+    # Without the multipart Accept: BAD_REQUEST saying how.
+    plain = await live_server.post(WORKLOAD_EVENTS, body["variables"], token=cluster.token("alice"))
+    error = plain.json()["errors"][0]
+    assert error["extensions"]["code"] == "BAD_REQUEST"
+    assert "multipart/mixed" in error["message"]
+    # Without a token: 401 before anything runs, as for a query.
+    refused = await live_server.http.post(
+        "/graphql", json=body, headers={"Accept": MULTIPART_ACCEPT}
+    )
+    assert refused.status_code == 401
+    assert refused.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
