@@ -31,7 +31,7 @@ from kueue_graphql.core.errors import ErrorCode
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.disrupts_cluster]
 
 STOP_SECONDS = 10.0
 # Reads give up after this (ServerSettings.api_request_timeout_seconds; 10 s by default): short
@@ -206,5 +206,6 @@ async def test_api_server_stopped_and_resumed_mid_load(
         assert failed > 2 * CLIENTS, failed
         assert tasks_after <= tasks_before + CLIENTS, (tasks_before, tasks_after)
         assert fds_after <= fds_before + 2 * CLIENTS, (fds_before, fds_after, failed)
-    # The shared control plane answers again for the tests that run after this one.
+    # The shared control plane answers again for whatever runs after this (marked
+    # disrupts_cluster, it runs after every other test: tests/conftest.py).
     assert cluster.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
