@@ -559,3 +559,35 @@ async def test_http_multipart_subscription_forbidden_and_refusals(
     )
     assert refused.status_code == 401
     assert refused.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_subscription_metrics_without_user_labels(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    apply(cluster, workload_manifest("wl-stream-a"))
+
+    async def metrics() -> str:
+        return (await live_server.http.get("/metrics")).text
+
+    before = await metrics()
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", WORKLOAD_EVENTS, {"ns": "team-a", "name": "wl-stream-a"})
+        assert (await next_data(sub, "workload"))["type"] == "INITIAL"
+        during = await metrics()
+        assert _metric(during, "kueue_graphql_subscriptions_open ", "") == 1
+    for _ in range(50):
+        after = await metrics()
+        if _metric(after, "kueue_graphql_subscriptions_open ", "") == 0:
+            break
+        await asyncio.sleep(0.1)
+    pushed = "kueue_graphql_subscription_messages_total"
+    assert (
+        _metric(after, pushed, 'field="workload"')
+        == _metric(before, pushed, 'field="workload"') + 1
+    )
+    ended = "kueue_graphql_subscriptions_ended_total"
+    assert _metric(after, ended, 'reason="closed"') == _metric(before, ended, 'reason="closed"') + 1
+    assert _metric(after, "kueue_graphql_asyncio_tasks ", "") > 0
+    lines = [line for line in after.splitlines() if "subscription" in line]
+    assert not [line for line in lines if "alice" in line or "team-a" in line or "wl-" in line]
+    cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")
