@@ -201,6 +201,7 @@ async def one_round(
                 if changed_at:
                     latencies.append(time.monotonic() - changed_at[-1])
 
+    round_start_rss = rss_kib(pid)[0]
     stop = asyncio.Event()
     readies = [asyncio.Event() for _ in range(connections)]
     started = time.monotonic()
@@ -244,7 +245,7 @@ async def one_round(
             f"change -> push: p50 {percentile(latencies, 50) * 1000:.0f} ms, "
             f"p95 {percentile(latencies, 95) * 1000:.0f} ms (coalescing adds 250 ms)"
         )
-    per_subscription = (open_rss - int(str(before["rss_kib"]))) / args.subscriptions
+    per_subscription = (open_rss - round_start_rss) / args.subscriptions
     print(
         f"while open: server RSS per open subscription {per_subscription:.0f} KiB, "
         f"tasks {open_tasks}"
