@@ -234,6 +234,10 @@ class Client:
         return samples, time.perf_counter() - started
 
 
+# Server CPU per sequential warm admission-path request, by user (filled by the warm run).
+warm_cpu_ms: dict[str, float] = {}
+
+
 async def measure_server(mode: str, cache_ttl: str | None, args: argparse.Namespace) -> None:
     limits = httpx.Limits(max_connections=args.concurrency)
     with server(cache_ttl) as (url, process):
@@ -247,7 +251,13 @@ async def measure_server(mode: str, cache_ttl: str | None, args: argparse.Namesp
                     first = Samples()
                     await client.timed(case, first)
                     print(row(case, "first", first))
-                print(row(case, mode, await client.sequential(case, args.n, args.max_seconds)))
+                cpu = cpu_seconds(process.pid)
+                samples = await client.sequential(case, args.n, args.max_seconds)
+                cpu = cpu_seconds(process.pid) - cpu
+                per_request = cpu / len(samples.seconds) * 1000
+                print(row(case, mode, samples) + f"   server CPU {per_request:.1f} ms/request")
+                if mode == "warm" and case.label == "admission path":
+                    warm_cpu_ms[case.user] = per_request
             if mode == "warm":
                 for case in cases():
                     cpu = cpu_seconds(process.pid)
@@ -276,6 +286,12 @@ async def measure(args: argparse.Namespace) -> None:
     )
     await measure_server("cold", "0", args)
     await measure_server("warm", None, args)
+    baseline = args.baseline_cpu_ms
+    for user, figure in warm_cpu_ms.items():
+        print(
+            f"warm admission path as {user}: server CPU {figure:.1f} ms/request sequential, "
+            f"{figure / baseline - 1:+.0%} vs {baseline:g} ms before issue 7 (the issue's figure)"
+        )
 
 
 def main() -> None:
@@ -285,6 +301,12 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="requests per throughput run")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="cap of every loop")
     parser.add_argument("--job", default="too-big-3x1cpu", help="a Job in team-a")
+    parser.add_argument(
+        "--baseline-cpu-ms",
+        type=float,
+        default=13.5,
+        help="server CPU per warm admission-path request to compare with (issue 7's figure)",
+    )
     args = parser.parse_args()
     if not (STATE / "env").is_file():
         raise SystemExit("no control plane: start it with `make cluster-up` (or `make demo`)")

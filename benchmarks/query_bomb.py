@@ -59,27 +59,13 @@ ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".cluster"
 
 sys.path.insert(0, str(ROOT))
-from tests.unit.test_query_cost import fan_out  # noqa: E402 -- the document the tests send
-
-
-def alias_fan_out(levels: int) -> str:
-    """The fan-out with two aliased fields in its innermost fragment."""
-    return fan_out(levels).replace(
-        "fragment F0 on Viewer { username }", "fragment F0 on Viewer { a: username b: username }"
-    )
-
-
-def alias_bomb(count: int) -> str:
-    return "{ viewer { " + " ".join(f"a{i}: username" for i in range(count)) + " } }"
-
-
-def field_bomb(count: int) -> str:
-    return "{ viewer { " + "username " * count + "} }"
-
-
-def nesting_bomb(levels: int) -> str:
-    return "{ " + "viewer { " * levels + "username" + " }" * levels + " }"
-
+from tests.query_bombs import (  # noqa: E402 -- the documents the tests send
+    alias_bomb,
+    alias_fan_out,
+    fan_out,
+    field_bomb,
+    nesting_bomb,
+)
 
 IDEAL = "{ __typename }"
 

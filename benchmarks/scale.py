@@ -331,7 +331,13 @@ def serve_supports_read_mode() -> bool:
 def server(read_mode: str, with_flag: bool) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     command = [str(Path(sys.executable).with_name("kueue-graphql")), "serve"]
-    command += ["--kubeconfig", str(STATE / "users" / "kueue-graphql-server.kubeconfig")]
+    # In cache mode the service reads the Kueue kinds as itself: the ServiceAccount that may
+    # also list and watch them (tests/cluster/INTERFACE.md, cache_server_kubeconfig).
+    identity = "kueue-graphql-cache-server" if read_mode == "cache" else "kueue-graphql-server"
+    kubeconfig = STATE / "users" / f"{identity}.kubeconfig"
+    if not kubeconfig.is_file():
+        raise SystemExit(f"{kubeconfig} is missing: restart the control plane (make cluster-up)")
+    command += ["--kubeconfig", str(kubeconfig)]
     command += ["--port", str(port), "--log-level", "warning"]
     command += ["--read-mode", read_mode] if with_flag else []
     process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -490,8 +496,8 @@ def print_ratios(read_mode: str, small: int, large: int, figures: dict[int, Any]
     for label in [q.label for q in QUERIES] + [IDEAL]:
         fa, fb = a[label], b[label]
         cpu = fb.cpu_ms / fa.cpu_ms if fa.cpu_ms == fa.cpu_ms and fa.cpu_ms > 0 else float("nan")
-        read = fb.bytes_all / fa.bytes_all if fa.bytes_all else float("nan")
-        print(f"  {label:48} p50 x{fb.p50 / fa.p50:5.2f}   bytes x{read:6.2f}   CPU x{cpu:5.2f}")
+        read = f"x{fb.bytes_all / fa.bytes_all:6.2f}" if fa.bytes_all else f"{fb.bytes_all:7.0f}"
+        print(f"  {label:48} p50 x{fb.p50 / fa.p50:5.2f}   bytes {read}   CPU x{cpu:5.2f}")
     print(f"  {'server RSS after the queries':48} x{b['rss'][1] / a['rss'][1]:5.2f}")
 
 

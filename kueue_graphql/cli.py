@@ -21,7 +21,11 @@ from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
-from kueue_graphql.http.settings import MAX_TOKEN_CACHE_TTL_SECONDS, ReadMode
+from kueue_graphql.http.settings import (
+    MAX_READYZ_TIMEOUT_SECONDS,
+    MAX_TOKEN_CACHE_TTL_SECONDS,
+    ReadMode,
+)
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
@@ -246,6 +250,54 @@ def _parser() -> argparse.ArgumentParser:
         help="how long a denied access decision is reused (at most --authz-cache-ttl)",
     )
     serve.add_argument(
+        "--keep-alive-timeout",
+        type=int,
+        default=int(_env("keep_alive_timeout", "5") or 0),
+        help="seconds an idle kept-alive connection stays open between requests",
+    )
+    serve.add_argument(
+        "--api-timeout",
+        type=float,
+        default=float(_env("api_timeout", "10") or 0),
+        help="seconds one Kubernetes API call may take (then UNAVAILABLE)",
+    )
+    serve.add_argument(
+        "--readyz-timeout",
+        type=float,
+        default=float(_env("readyz_timeout", "1.5") or 0),
+        help="seconds /readyz waits for the API server before answering 503 (at most 2)",
+    )
+    serve.add_argument(
+        "--max-json-depth",
+        type=int,
+        default=int(_env("max_json_depth", "32") or 0),
+        help="deepest nesting of arrays and objects in a request body",
+    )
+    serve.add_argument(
+        "--max-operation-name-length",
+        type=int,
+        default=int(_env("max_operation_name_length", "128") or 0),
+        help="longest operationName accepted",
+    )
+    serve.add_argument(
+        "--max-analysis-ms",
+        type=float,
+        default=float(_env("max_analysis_ms", "50") or 0),
+        help="CPU milliseconds for parsing, measuring and validating one new query",
+    )
+    serve.add_argument(
+        "--max-comparisons",
+        type=int,
+        default=int(_env("max_comparisons", "10000") or 0),
+        help="most field comparisons validating one query may need (repeated fields/fragments)",
+    )
+    serve.add_argument(
+        "--max-number-length",
+        type=int,
+        default=int(_env("max_number_length", "40") or 0),
+        help="longest number literal in a query, in characters",
+    )
+    serve.add_argument(
         "--quota-disclosure",
         choices=[level.value for level in QuotaDisclosure],
         default=_env("quota_disclosure", QuotaDisclosure.NONE.value),
@@ -283,7 +335,161 @@ def _parser() -> argparse.ArgumentParser:
         "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig to read as"
     )
     why.add_argument("--context", default=None, help="kubeconfig context to use")
+    why.add_argument(
+        "--what-if",
+        action="store_true",
+        help="do not diagnose the Job: ask whether its pod template would fit now (whatIf "
+        "fromJob), in its queue-name LocalQueue or --local-queue",
+    )
+    why.add_argument("--local-queue", default=None, help="with --what-if: another LocalQueue")
+    _remote_arguments(why)
+
+    fits = commands.add_parser(
+        "fits",
+        help="would these Pods fit this LocalQueue now? (nothing is created)",
+        description="Kueue's flavor assignment and verdict for Pods not submitted yet, as the "
+        "`whatIf` GraphQL field answers it (sbatch --test-only for Kueue). Exit status: 0 fits "
+        "now, 3 must wait, 4 never fits, 5 queue inactive or unknown, 1 error, 2 bad usage.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    fits.add_argument("local_queue", metavar="LOCALQUEUE")
+    fits.add_argument(
+        "-n", "--namespace", default=None, help="namespace (default: the context's, else default)"
+    )
+    fits.add_argument("--pods", type=int, default=1, help="Pods that must run at once")
+    fits.add_argument("--cpu", default=None, help="CPU per Pod, e.g. 1 or 500m")
+    fits.add_argument("--memory", default=None, help="memory per Pod, e.g. 2Gi")
+    fits.add_argument("--gpu", default=None, help="GPUs per Pod (resource --gpu-resource)")
+    fits.add_argument("--gpu-resource", default="nvidia.com/gpu", help="the GPU resource name")
+    fits.add_argument(
+        "--request", action="append", default=[], metavar="RESOURCE=QUANTITY",
+        help="any other resource per Pod; repeatable",
+    )  # fmt: skip
+    fits.add_argument(
+        "--node-selector", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
+    )
+    fits.add_argument(
+        "--toleration", action="append", default=[], metavar="KEY[=VALUE][:EFFECT]",
+        help="a toleration of the Pods; repeatable",
+    )  # fmt: skip
+    fits.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
+    fits.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig to read as"
+    )
+    fits.add_argument("--context", default=None, help="kubeconfig context to use")
+    _remote_arguments(fits)
     return parser
+
+
+def _remote_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--server",
+        default=_env("server"),
+        help="URL of a running kueue-graphql (e.g. https://kueue-graphql.example): ask it "
+        "over HTTP instead of reading with the kubeconfig here",
+    )
+    command.add_argument(
+        "--token", default=_env("token"), help="with --server: the bearer token to send"
+    )
+
+
+def what_if_pod_set(args: argparse.Namespace) -> dict[str, Any]:
+    """`fits`' flags as one WhatIfPodSetInput; ValueError on a malformed flag."""
+    requests: list[dict[str, str]] = []
+    for resource, value in (
+        ("cpu", args.cpu),
+        ("memory", args.memory),
+        (args.gpu_resource, args.gpu),
+    ):
+        if value is not None:
+            requests.append({"resource": resource, "quantity": str(value)})
+    for raw in args.request:
+        resource, sep, quantity = raw.partition("=")
+        if not sep or not resource or not quantity:
+            raise ValueError(f"--request {raw!r}: give RESOURCE=QUANTITY")
+        requests.append({"resource": resource, "quantity": quantity})
+    if not requests:
+        raise ValueError("give what each Pod requests: --cpu, --memory, --gpu or --request")
+    selector = []
+    for raw in args.node_selector:
+        key, sep, value = raw.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--node-selector {raw!r}: give KEY=VALUE")
+        selector.append({"key": key, "value": value})
+    tolerations = []
+    for raw in args.toleration:
+        key_value, _, effect = raw.partition(":")
+        key, sep, value = key_value.partition("=")
+        if not key:
+            raise ValueError(f"--toleration {raw!r}: give KEY[=VALUE][:EFFECT]")
+        toleration = {"key": key, "operator": "Equal" if sep else "Exists"}
+        if sep:
+            toleration["value"] = value
+        if effect:
+            toleration["effect"] = effect
+        tolerations.append(toleration)
+    return {
+        "name": "main",
+        "count": args.pods,
+        "requests": requests,
+        "nodeSelector": selector,
+        "tolerations": tolerations,
+    }
+
+
+VERDICT_EXIT = {"FITS_NOW": 0, "MUST_WAIT": 3, "NEVER_FITS": 4, "QUEUE_INACTIVE": 5, "UNKNOWN": 5}
+
+
+def render_what_if(w: dict[str, Any]) -> str:
+    """The `whatIf` result (WHAT_IF_QUERY's shape) as text for a terminal."""
+    out = [f"{w['verdict']}: {w['summary']}"]
+    queue = (w.get("localQueue") or {}).get("name")
+    out.append(
+        f"  LocalQueue {queue}, ClusterQueue {w.get('clusterQueueName') or '-'}; figures from "
+        f"{w['numbersFrom']}"
+    )
+    if w.get("detail") and w["detail"] not in w["summary"]:
+        out.append(f"  ({w['detail']})")
+    for ps in w.get("podSets") or []:
+        per_pod = ", ".join(f"{r['resource']}={r['quantity']}" for r in ps["requests"])
+        out.append(f"Pod set {ps['name']}: {ps['count']} x ({per_pod})")
+        for g in ps.get("resourceGroups") or []:
+            extra = " borrowing" if g.get("borrows") else ""
+            if g.get("preemptsFirstIn"):
+                extra += f" (unless Kueue preempts in {g['preemptsFirstIn']} first)"
+            limited = f" ({g['limitedBy']})" if g.get("limitedBy") else ""
+            out.append(
+                f"  {', '.join(g['resources'])}: flavor {g.get('flavor') or '-'}, "
+                f"{g['verdict']}{limited}{extra}"
+            )
+            for a in g.get("attempts") or []:
+                for reason in a.get("reasons") or []:
+                    out.append(f"    {a['flavor']}: {reason}")
+    if w.get("quota"):
+        out.append("Quota:")
+        out.append(
+            "  flavor/resource            requested  nominal  borrowLimit  reserved  max-ever  "
+            "free-now  verdict"
+        )
+        for line in w["quota"]:
+            fr = f"{line['flavor']}/{line['resource']}"
+            limited = f" ({line['limitedBy']})" if line.get("limitedBy") else ""
+
+            def q(value: dict[str, Any] | None) -> str:
+                return value["quantity"] if value else "-"
+
+            out.append(
+                f"  {fr:<26} {q(line['requested']):>9}  {q(line['nominalQuota']):>7}  "
+                f"{q(line['borrowingLimit']):>11}  {q(line['reserved']):>8}  "
+                f"{q(line['maximumCapacity']):>8}  {q(line['availableNow']):>8}  "
+                f"{line['verdict']}{limited}"
+            )
+    if w.get("kueueMessage"):
+        out.append(f"Kueue would write: {w['kueueMessage']}")
+    if w.get("nextSteps"):
+        out.append("Next steps:")
+        out.extend(f"  - {step}" for step in w["nextSteps"])
+    return "\n".join(out) + "\n"
 
 
 def parse_target(
@@ -331,6 +537,11 @@ def settings_problem(settings: ServerSettings) -> str | None:
         return "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl"
     if settings.max_concurrent_requests < 1:
         return "--max-concurrent-requests must be at least 1"
+    if not 0 < settings.readyz_timeout_seconds <= MAX_READYZ_TIMEOUT_SECONDS:
+        return (
+            f"--readyz-timeout must be above 0 and at most {MAX_READYZ_TIMEOUT_SECONDS:g} s "
+            "(a probe's own timeout)"
+        )
     return None
 
 
@@ -360,12 +571,22 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         max_concurrent_requests=args.max_concurrent_requests,
         header_timeout_seconds=args.header_timeout,
         body_timeout_seconds=args.body_timeout,
+        keep_alive_timeout_seconds=args.keep_alive_timeout,
+        api_request_timeout_seconds=args.api_timeout,
+        readyz_timeout_seconds=args.readyz_timeout,
+        max_json_depth=args.max_json_depth,
+        max_operation_name_length=args.max_operation_name_length,
         query_limits=QueryLimits(
             max_depth=args.max_depth,
             max_aliases=args.max_aliases,
             max_tokens=args.max_tokens,
             max_fields=args.max_fields,
             max_cost=args.max_cost,
+            max_comparisons=args.max_comparisons,
+            max_number_length=args.max_number_length,
+            max_analysis_seconds=args.max_analysis_ms / 1000,
+            # `first: $variable` is costed as the largest page a request may ask for.
+            assumed_page_size=args.max_page_size,
         ),
         request_limits=RequestLimits(
             api_call_budget=args.api_call_budget,
@@ -377,28 +598,32 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
     )
 
 
-async def _why(args: argparse.Namespace) -> int:
-    """Run the `diagnose` query in-process, reading as the kubeconfig's identity (no server)."""
-    import json
+async def _execute(
+    args: argparse.Namespace, query: str, variables: dict[str, Any]
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The query in-process, reading as the kubeconfig's identity (no server), or over HTTP
+    against `--server` with `--token`: (data, errors as GraphQL formats them)."""
+    if args.server:
+        import aiohttp
+
+        headers = {"Content-Type": "application/json"}
+        if args.token:
+            headers["Authorization"] = f"Bearer {args.token}"
+        url = args.server.rstrip("/") + "/graphql"
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, json={"query": query, "variables": variables}, headers=headers) as r,
+        ):
+            body = await r.json(content_type=None)
+        return body.get("data"), list(body.get("errors") or [])
 
     from kueue_graphql.context import RequestContext
-    from kueue_graphql.graph.diagnosis import WHY_QUERY, render_text
     from kueue_graphql.graph.schema import build_schema
     from kueue_graphql.http.app import build_services
     from kueue_graphql.kube.client import ApiCallMeter, KubeClient
     from kueue_graphql.kube.transport import build_api_client, close_api_client
 
-    try:
-        api_client = await build_api_client(args.kubeconfig, args.context, False)
-        namespace, kind, name = parse_target(
-            args.target,
-            args.namespace,
-            args.kind,
-            _context_namespace(args.kubeconfig, args.context),
-        )
-    except (KubeConfigError, ValueError) as refused:
-        print(f"kueue-graphql why: {refused}", file=sys.stderr)
-        return 2
+    api_client = await build_api_client(args.kubeconfig, args.context, False)
     settings = ServerSettings(
         kubeconfig=args.kubeconfig, kube_context=args.context, auth_mode=AuthMode.LOCAL
     )
@@ -422,23 +647,88 @@ async def _why(args: argparse.Namespace) -> int:
             limits=settings.request_limits,
         )
         result = await build_schema(settings.query_limits).execute(
-            WHY_QUERY,
-            variable_values={"namespace": namespace, "kind": kind, "name": name},
-            context_value=context,
+            query, variable_values=variables, context_value=context
         )
     finally:
         package_logger.setLevel(previous_level)
         await close_api_client(client.api_client)
+    return result.data, [dict(e.formatted) for e in result.errors or []]
+
+
+def _print(
+    args: argparse.Namespace,
+    data: dict[str, Any] | None,
+    errors: list[dict[str, Any]],
+    key: str,
+    render: Any,
+) -> None:
+    import json
+
     if args.json:
-        body: dict[str, Any] = {"data": result.data}
-        if result.errors:
-            body["errors"] = [e.formatted for e in result.errors]
+        body: dict[str, Any] = {"data": data}
+        if errors:
+            body["errors"] = errors
         print(json.dumps(body, indent=2))
-    elif result.data and result.data.get("diagnose"):
-        sys.stdout.write(render_text(result.data["diagnose"]))
-    for error in result.errors or []:
-        print(f"error: {error.message}", file=sys.stderr)
-    return 1 if result.errors else 0
+    elif data and data.get(key):
+        sys.stdout.write(render(data[key]))
+    for error in errors:
+        print(f"error: {error.get('message')}", file=sys.stderr)
+
+
+async def _why(args: argparse.Namespace) -> int:
+    """`diagnose` (or with --what-if, `whatIf(fromJob:)`) for one target."""
+    from kueue_graphql.graph.diagnosis import WHY_QUERY, render_text
+    from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+
+    try:
+        namespace, kind, name = parse_target(
+            args.target,
+            args.namespace,
+            args.kind,
+            _context_namespace(args.kubeconfig, args.context),
+        )
+        if args.what_if and kind != "Job":
+            raise ValueError("--what-if takes a Job (its pod template is what would be submitted)")
+        if args.what_if:
+            query = WHAT_IF_QUERY
+            variables: dict[str, Any] = {
+                "namespace": namespace,
+                "localQueue": args.local_queue,
+                "fromJob": {"namespace": namespace, "name": name},
+            }
+        else:
+            query, variables = WHY_QUERY, {"namespace": namespace, "kind": kind, "name": name}
+        data, errors = await _execute(args, query, variables)
+    except (KubeConfigError, ValueError) as refused:
+        print(f"kueue-graphql why: {refused}", file=sys.stderr)
+        return 2
+    if args.what_if:
+        _print(args, data, errors, "whatIf", render_what_if)
+        verdict = ((data or {}).get("whatIf") or {}).get("verdict")
+        return 1 if errors or verdict is None else VERDICT_EXIT.get(verdict, 5)
+    _print(args, data, errors, "diagnose", render_text)
+    return 1 if errors else 0
+
+
+async def _fits(args: argparse.Namespace) -> int:
+    from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+
+    try:
+        if args.pods < 1:
+            raise ValueError("--pods must be at least 1")
+        pod_set = what_if_pod_set(args)
+        namespace = args.namespace or _context_namespace(args.kubeconfig, args.context)
+        data, errors = await _execute(
+            args,
+            WHAT_IF_QUERY,
+            {"namespace": namespace, "localQueue": args.local_queue, "podSets": [pod_set]},
+        )
+    except (KubeConfigError, ValueError) as refused:
+        print(f"kueue-graphql fits: {refused}", file=sys.stderr)
+        return 2
+    _print(args, data, errors, "whatIf", render_what_if)
+    verdict = ((data or {}).get("whatIf") or {}).get("verdict")
+    return 1 if errors or verdict is None else VERDICT_EXIT.get(verdict, 5)
 
 
 def _context_namespace(kubeconfig: str | None, context: str | None) -> str:
@@ -491,6 +781,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         import asyncio
 
         return asyncio.run(_why(args))
+    if args.command == "fits":
+        import asyncio
+
+        return asyncio.run(_fits(args))
 
     import uvicorn
 

@@ -168,6 +168,9 @@ class GroupAssignment:
     may_preempt: bool
     """Kueue would try preemption for this flavor (not simulated here)."""
     attempts: tuple[FlavorAttempt, ...]
+    preempts_first_in: str | None = None
+    """FITS_NOW in `flavor`, but an earlier flavor where Kueue stops to preempt instead when it
+    finds admitted Workloads of lower priority there (whenCanPreempt: MayStopSearch)."""
 
 
 @dataclass(frozen=True)
@@ -404,13 +407,23 @@ class _Assigner:
         return attempt
 
     def _should_try_next(self, attempt: _Attempt) -> bool:
+        # shouldTryNextFlavor: noFit and noPreemptionCandidates always go on to the next flavor,
+        # whatever whenCanPreempt says; only a preemption whose simulation finds candidates
+        # may stop the search there. Which admitted Workloads could be preempted is other
+        # tenants' data, so the search goes on as if there were none (the common case: Kueue
+        # preempts only Workloads of lower priority); `preempts_first_in` says where Kueue would
+        # stop if it found some.
         if attempt.verdict is not Verdict.FITS_NOW:
-            if attempt.verdict is Verdict.MUST_WAIT and attempt.may_preempt:
-                return bool(
-                    self.fungibility.get("whenCanPreempt", "TryNextFlavor") == "TryNextFlavor"
-                )
             return True
         return attempt.borrows and self.fungibility.get("whenCanBorrow") == "TryNextFlavor"
+
+    def _stops_to_preempt(self, attempt: _Attempt) -> bool:
+        """Kueue would stop at this flavor if its preemption simulation found candidates."""
+        return (
+            attempt.verdict is Verdict.MUST_WAIT
+            and attempt.may_preempt
+            and self.fungibility.get("whenCanPreempt", "TryNextFlavor") != "TryNextFlavor"
+        )
 
     @staticmethod
     def _preferred(a: _Attempt, b: _Attempt | None) -> bool:
@@ -449,6 +462,12 @@ class _Assigner:
             if self._preferred(attempt, best):
                 best = attempt
         chosen = best
+        preempts_first_in = None
+        if chosen is not None and chosen.verdict is Verdict.FITS_NOW:
+            preempts_first_in = next(
+                (a.flavor for a in attempts[: attempts.index(chosen)] if self._stops_to_preempt(a)),
+                None,
+            )
         if chosen is None:
             # Waiting helps where some flavor only lacks unused quota; an unknown flavor
             # (unreadable cohort or flavors) leaves the answer open; else it never fits.
@@ -475,6 +494,7 @@ class _Assigner:
             limited_by=limited_by,
             borrows=bool(chosen and chosen.borrows and verdict is Verdict.FITS_NOW),
             may_preempt=bool(chosen and chosen.may_preempt and verdict is Verdict.MUST_WAIT),
+            preempts_first_in=preempts_first_in,
             attempts=tuple(
                 FlavorAttempt(a.flavor, a.verdict, a.borrows, tuple(sorted(a.reasons)))
                 for a in attempts
@@ -749,6 +769,11 @@ def _summary(result: WhatIfResult) -> str:
         for outcome in result.pod_sets:
             for g in outcome.groups:
                 borrow = " (borrowing from its cohort)" if g.borrows else ""
+                if g.preempts_first_in:
+                    borrow += (
+                        f" (unless Kueue finds lower-priority Workloads to preempt in flavor "
+                        f"{g.preempts_first_in} first)"
+                    )
                 parts.append(
                     f"pod set {g.pod_set}: flavor {g.flavor} for {', '.join(g.resources)}{borrow}"
                 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
@@ -44,6 +44,9 @@ from kueue_graphql.kube.resources import (
     canonical_kind,
 )
 from kueue_graphql.lookups import Access, KueueReader, diagnosis_input_for_owner, observe
+
+if TYPE_CHECKING:
+    from kueue_graphql.graph.ahead import AheadOfMe
 
 __all__ = [
     "WHY_QUERY",
@@ -384,6 +387,23 @@ class Diagnosis:
             )
             for p in self.result.pods
         ]
+
+    @field(
+        description="For a pending Workload: how many are ahead in its LocalQueue and "
+        "ClusterQueue, what they request, the quota admitted Workloads hold, and why they are "
+        "ahead. Counts and sums only; null when the Workload is not pending."
+    )
+    async def ahead_of_me(
+        self, info: Info
+    ) -> Annotated[AheadOfMe, strawberry.lazy("kueue_graphql.graph.ahead")] | None:
+        from kueue_graphql.graph.ahead import AheadOfMe
+
+        wl, lq = self.result.workload, self.result.local_queue
+        if wl is None or wl.namespace is None or lq is None:
+            return None
+        if self.result.queue_position.position_in_cluster_queue is None:
+            return None
+        return await AheadOfMe.load(info, wl.namespace, wl.name, lq, self.result.cluster_queue)
 
     @strawberry.field
     def queue_position(self) -> QueuePositionDiagnosis:

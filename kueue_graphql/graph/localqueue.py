@@ -24,6 +24,7 @@ from kueue_graphql.kube.resources import LOCAL_QUEUE
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
+    from kueue_graphql.graph.headroom import QueueQuota
     from kueue_graphql.graph.workload import Workload, WorkloadStatus
 
 
@@ -43,6 +44,20 @@ class LocalQueue(KubeObject):
 
         name = spec(await self.obj(info)).get("clusterQueue")
         return ClusterQueue.ref(name) if name else None
+
+    @field(
+        description="The quota behind this LocalQueue: its ClusterQueue's nominal quota, "
+        "borrowing/lending limits, usage and headroom, and the cohort's totals. FORBIDDEN unless "
+        "the caller may read the ClusterQueue or the service's quota disclosure policy is at "
+        "`quota` (then `numbersFrom: DISCLOSURE_POLICY`)."
+    )
+    async def quota(
+        self, info: Info
+    ) -> Annotated[QueueQuota, strawberry.lazy("kueue_graphql.graph.headroom")] | None:
+        from kueue_graphql.graph.headroom import QueueQuota
+
+        name = spec(await self.obj(info)).get("clusterQueue")
+        return await QueueQuota.load(info, str(name)) if name else None
 
     @strawberry.field
     async def stop_policy(self, info: Info) -> str | None:

@@ -111,6 +111,12 @@ class WhatIfResourceGroup:
         description="Kueue would try to preempt lower-priority Workloads (not simulated here)."
     )
     attempts: list[WhatIfFlavorAttempt]
+    preempts_first_in: str | None = strawberry.field(
+        default=None,
+        description="FITS_NOW in `flavor`; but with whenCanPreempt: MayStopSearch, Kueue stops "
+        "at this earlier flavor and preempts there instead if it finds admitted Workloads of "
+        "lower priority (which whatIf cannot see).",
+    )
 
 
 @strawberry.type(description="A pod set as Kueue would count it.")
@@ -183,6 +189,7 @@ class WhatIf:
                         limited_by=g.limited_by,
                         borrows=g.borrows,
                         may_preempt=g.may_preempt,
+                        preempts_first_in=g.preempts_first_in,
                         attempts=[
                             WhatIfFlavorAttempt(
                                 flavor=a.flavor,
@@ -321,7 +328,7 @@ query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetIn
       name count
       requests { resource quantity } totalRequests { resource quantity }
       resourceGroups {
-        resources flavor verdict limitedBy borrows mayPreempt
+        resources flavor verdict limitedBy borrows mayPreempt preemptsFirstIn
         attempts { flavor verdict borrows reasons }
       }
     }

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import logging
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -62,9 +63,11 @@ from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.changes import WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.transport import build_api_client, close_api_client
-from kueue_graphql.lookups.cached import KueueCache
+from kueue_graphql.lookups.cached import CacheChanges, KueueCache
 
 log = logging.getLogger(__name__)
+
+GIL_SWITCH_INTERVAL_SECONDS = 0.001
 
 
 @dataclass
@@ -283,7 +286,12 @@ class GraphQLView(GraphQL[RequestContext, None]):
         connection = self._context(services, authenticate_connection)
         connection.renew = renew
         connection.live = services.live
-        connection.changes = WatchSources(services.watch_kube)
+        watches = WatchSources(services.watch_kube)
+        # Cache mode: subscriptions on Kueue kinds wake from the informers (after the cache has
+        # the change); Pods and Jobs are still watched as the caller.
+        connection.changes = (
+            watches if services.cache is None else CacheChanges(services.cache, watches)
+        )
         return connection
 
     def _context(
@@ -431,6 +439,11 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         # each one walks it all, 50-70 ms during which the event loop answers nothing.
         gc.collect()
         gc.freeze()
+        # New documents are analysed on a thread of their own (graph/schema.py): the event
+        # loop waits at most this long for the GIL each time it wakes, instead of 5 ms, so a
+        # stream of bombs delays a /healthz by a few ms, not by a few 5 ms waits.
+        switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
         if settings.read_mode is ReadMode.CACHE:
             # Informers read under the service's own identity, on the watch client's pool.
             cache = KueueCache(watch_client)
@@ -440,6 +453,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         try:
             yield
         finally:
+            sys.setswitchinterval(switch_interval)
             gc.unfreeze()
             if app.state.services.cache is not None:
                 await app.state.services.cache.stop()

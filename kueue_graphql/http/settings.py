@@ -27,6 +27,8 @@ class ReadMode(StrEnum):
 # A deleted ServiceAccount or revoked token keeps working through the service for as long as
 # its TokenReview answer is cached: never longer than this.
 MAX_TOKEN_CACHE_TTL_SECONDS = 300.0
+# /readyz answers within this even when the API server does not (issue 8: within 2 s).
+MAX_READYZ_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)

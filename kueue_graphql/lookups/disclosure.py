@@ -27,6 +27,7 @@ from typing import Protocol, TypeVar
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.core.kueue import VISIBILITY_API_VERSION, VISIBILITY_GROUP
 from kueue_graphql.core.names import check_name
 from kueue_graphql.kube.client import (
     ApiCallMeter,
@@ -75,12 +76,15 @@ class QuotaSource(Protocol):
 
     async def list_objects(self, resource: Resource) -> list[JsonObject]: ...
 
+    async def cluster_queue_pending(self, name: str, limit: int) -> list[JsonObject]: ...
+
 
 class ServiceQuotaReads:
     """QuotaSource over per-request reads under the service's own identity (no impersonation).
 
-    Only ClusterQueues, Cohorts and ResourceFlavors: never a Workload, so no other tenant's
-    object is read. Each object or list is read at most once per request.
+    Only ClusterQueues, Cohorts and ResourceFlavors, and the visibility API's pending list of a
+    ClusterQueue (for `aheadOfMe`'s counts): never a Workload, so no other tenant's object is
+    read. Each object or list is read at most once per request.
     """
 
     KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)
@@ -114,6 +118,24 @@ class ServiceQuotaReads:
         check_name(name)
         path = CLUSTER_QUEUE.path(None, name)
         return await self._once(path, lambda: self._get(path, CLUSTER_QUEUE, name))
+
+    async def cluster_queue_pending(self, name: str, limit: int) -> list[JsonObject]:
+        """The first `limit` entries of Kueue's visibility list of the ClusterQueue's pending
+        Workloads (priority, creationTimestamp, positions; names are never passed on)."""
+        check_name(name)
+        path = (
+            f"/apis/{VISIBILITY_GROUP}/{VISIBILITY_API_VERSION}/clusterqueues/{name}"
+            f"/pendingworkloads?limit={max(1, limit)}"
+        )
+        try:
+            listed = await self._client.request_json("GET", path, meter=self._meter)
+        except ApiStatusError as error:
+            if error.status == 403:
+                raise ForbiddenError(
+                    "get", VISIBILITY_GROUP, "clusterqueues", None, name, namespaced=False
+                ) from error
+            raise raise_for_read(error, "ClusterQueue", name, None) from error
+        return list(listed.get("items") or [])
 
     async def list_objects(self, resource: Resource) -> list[JsonObject]:
         if resource not in self.KINDS:

@@ -155,6 +155,36 @@ class ObjectStore:
         self._state: StoreState | None = None
         # time.monotonic() of the last word from the API server (list, event or bookmark).
         self.heard_at: float | None = None
+        # Told after every change is applied (the object; None after a re-list: anything may
+        # have changed), by namespace ("" for cluster-scoped kinds) and for all (None).
+        self._listeners: dict[str | None, set[Callable[[JsonObject | None], None]]] = {}
+
+    def listen(
+        self, namespace: str | None, listener: Callable[[JsonObject | None], None]
+    ) -> Callable[[], None]:
+        """Call `listener` after each change in `namespace` (None: any); returns the undo."""
+        key = (namespace or "") if namespace is not None else None
+        self._listeners.setdefault(key, set()).add(listener)
+
+        def stop() -> None:
+            listeners = self._listeners.get(key)
+            if listeners is not None:
+                listeners.discard(listener)
+                if not listeners:
+                    del self._listeners[key]
+
+        return stop
+
+    def _tell(self, obj: JsonObject | None) -> None:
+        if not self._listeners:
+            return
+        if obj is None:
+            targets = [listener for group in self._listeners.values() for listener in group]
+        else:
+            namespace = str(_meta(obj).get("namespace") or "")
+            targets = [*self._listeners.get(None, ()), *self._listeners.get(namespace, ())]
+        for listener in targets:
+            listener(obj)
 
     # -- feeding ---------------------------------------------------------------------------
 
@@ -193,6 +223,7 @@ class ObjectStore:
         state.postings = postings
         self._state = state
         self.heard_at = time.monotonic()
+        self._tell(None)
 
     def apply(self, event_type: str, obj: JsonObject, resource_version: str | None) -> None:
         """One watch event (ADDED, MODIFIED, DELETED; BOOKMARK moves the version only)."""
@@ -213,6 +244,7 @@ class ObjectStore:
             state.keys_of[key] = index_keys
             for index_key in index_keys:
                 bisect.insort(state.postings.setdefault(index_key, []), key)
+        self._tell(obj)
 
     def touch(self) -> None:
         """The API server was heard from (a watch opened) without a change."""

@@ -161,6 +161,55 @@ def stop(server: InClusterServer) -> None:
         server.process.wait()
 
 
+# A second release with `readMode: cache`, beside the first (its own namespace and ClusterRole).
+CACHE_NAMESPACE = "kueue-graphql-chart-cache"
+CACHE_RELEASE = "kgc"
+
+
+@pytest.fixture(scope="session")
+def cache_release(helm: Path, cluster: Cluster) -> Release:
+    """`helm install` of the chart with `readMode: cache` (left installed, like `release`)."""
+    if cluster.kubectl("get", "namespace", CACHE_NAMESPACE, check=False).returncode != 0:
+        cluster.kubectl("create", "namespace", CACHE_NAMESPACE)
+    run_helm(
+        helm,
+        cluster,
+        "upgrade",
+        "--install",
+        CACHE_RELEASE,
+        str(CHART),
+        "--namespace",
+        CACHE_NAMESPACE,
+        "--set",
+        "readMode=cache",
+    )
+    return Release(CACHE_NAMESPACE, f"{CACHE_RELEASE}-kueue-graphql")
+
+
+@pytest.fixture(scope="session")
+def chart_cache_server(
+    cluster: Cluster, cache_release: Release, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[InClusterServer]:
+    """The service as the chart runs it with `readMode: cache`: `--read-mode=cache`, as the
+    release's ServiceAccount, ready once its informers synced."""
+    token = cluster.service_account_token(cache_release.namespace, cache_release.service_account)
+    server = start_in_cluster(
+        cluster,
+        token,
+        cache_release.namespace,
+        tmp_path_factory.mktemp("chart-cache-sa"),
+        "--read-mode=cache",
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while server.readyz().status_code != 200 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert server.readyz().status_code == 200, server.readyz().text
+        yield server
+    finally:
+        stop(server)
+
+
 @pytest.fixture(scope="session")
 def chart_server(
     cluster: Cluster, release: Release, tmp_path_factory: pytest.TempPathFactory

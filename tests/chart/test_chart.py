@@ -109,6 +109,25 @@ def test_cache_read_mode_grants_the_kueue_kinds_to_the_service_itself(helm: Path
     assert _granted(role, lambda v: v in READ_VERBS) == kueue
 
 
+def test_quota_disclosure_grants_its_reads_and_passes_the_flag(helm: Path) -> None:
+    off = rendered(helm)
+    on = rendered(helm, "--set", "quotaDisclosure=quota")
+    assert _granted(cluster_role(off), lambda v: v in READ_VERBS) == set()
+    assert _granted(cluster_role(on), lambda v: v in READ_VERBS) == {
+        (resources.KUEUE_GROUP, "clusterqueues"),
+        (resources.KUEUE_GROUP, "cohorts"),
+        (resources.KUEUE_GROUP, "resourceflavors"),
+        ("visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads"),
+    }
+
+    def args(documents: list[dict[str, Any]]) -> list[str]:
+        (deployment,) = [d for d in documents if d["kind"] == "Deployment"]
+        return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    assert not any(a.startswith("--quota-disclosure") for a in args(off))
+    assert "--quota-disclosure=quota" in args(on)
+
+
 @pytest.mark.cluster
 def test_template_applies_with_server_side_dry_run(
     helm: Path, cluster: Cluster, release: Release, tmp_path: Path

@@ -7,18 +7,37 @@ from pathlib import Path
 
 import pytest
 
-from tests.chart.conftest import InClusterServer, start_in_cluster, stop, token_kubeconfig
+from tests.chart.conftest import (
+    InClusterServer,
+    start_in_cluster,
+    stop,
+    token_kubeconfig,
+)
 from tests.cluster.driver import Cluster
 from tests.service.test_rbac_matches_kubectl import PROBES, kubectl_view, view_mismatches
 
 pytestmark = pytest.mark.cluster
 
 
-@pytest.mark.parametrize("user", ["alice", "bob", "viewer", "nobody", "grace"])
+@pytest.mark.parametrize("user", ["alice", "bob", "viewer", "nobody", "grace", "carol", "dave"])
 async def test_callers_see_what_kubectl_shows_them(
     chart_server: InClusterServer, cluster: Cluster, user: str
 ) -> None:
     assert await view_mismatches(chart_server, cluster, user, cluster.token(user)) == []
+
+
+@pytest.mark.parametrize("user", ["alice", "bob", "viewer", "nobody", "grace", "carol", "dave"])
+async def test_callers_see_what_kubectl_shows_them_in_cache_mode(
+    chart_cache_server: InClusterServer, cluster: Cluster, user: str
+) -> None:
+    # The chart's readMode cache RBAC is enough for the informers (the server got ready), and
+    # access through the cache is what kubectl shows each caller.
+    assert await view_mismatches(chart_cache_server, cluster, user, cluster.token(user)) == []
+    body = await chart_cache_server.query(
+        '{ localQueues(first: 5, namespace: "team-a") { nodes { name } } }',
+        token=cluster.token("alice"),
+    )
+    assert "LocalQueue" in body["extensions"]["cache"]["kinds"]
 
 
 async def test_a_service_account_caller_sees_what_kubectl_shows_it(

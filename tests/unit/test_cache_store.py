@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from kueue_graphql.core.conditions import workload_status
+from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
+from kueue_graphql.lookups.cached import CacheChanges, KueueCache
 from kueue_graphql.lookups.paging import Page, PageRequest, object_order_key, page_of
 from kueue_graphql.lookups.selection import (
     admitted_cluster_queue,
@@ -281,3 +283,70 @@ def test_unparsed_selectors_are_left_to_the_api_server() -> None:
     assert by_name is not None
     assert by_name({"metadata": {"name": "x", "namespace": "z"}})
     assert not by_name({"metadata": {"name": "x", "namespace": "y"}})
+
+
+def test_listeners_hear_changes_in_their_namespace_and_every_relist() -> None:
+    workloads = captured_workloads()
+    store = ObjectStore(WORKLOAD)
+    store.replace(copy.deepcopy(workloads), "1")
+    heard: list[str | None] = []
+    stop = store.listen(
+        "team", lambda obj: heard.append(None if obj is None else obj["metadata"]["namespace"])
+    )
+    everywhere: list[object] = []
+    store.listen(None, everywhere.append)
+    one = next(w for w in workloads if w["metadata"]["namespace"] == "team-a")
+    store.apply("MODIFIED", copy.deepcopy(one), "2")
+    assert heard == []
+    assert len(everywhere) == 1
+    mine = copy.deepcopy(next(w for w in workloads if w["metadata"]["namespace"] == "team"))
+    store.apply("DELETED", mine, "3")
+    assert heard == ["team"]
+    store.replace(copy.deepcopy(workloads), "4")
+    assert heard == ["team", None]
+    stop()
+    store.apply("ADDED", mine, "5")
+    assert heard == ["team", None]
+    assert len(everywhere) == 4
+
+
+class _NoOtherChanges:
+    def open(self, identity: object, targets: object) -> Any:
+        raise AssertionError("only cached kinds are subscribed to here")
+
+
+async def test_cache_changes_wake_a_subscription_after_the_store_has_the_change() -> None:
+    cache = KueueCache(None)
+    store = cache.stores[WORKLOAD]
+    workloads = captured_workloads()
+    store.replace(copy.deepcopy(workloads), "1")
+    watched = next(w for w in workloads if w["metadata"]["namespace"] == "team-a")
+    other = next(
+        w
+        for w in workloads
+        if w["metadata"]["namespace"] == "team-a"
+        and w["metadata"]["name"] != watched["metadata"]["name"]
+    )
+    changes = CacheChanges(cache, _NoOtherChanges())
+    by_name = changes.open(
+        None, [WatchTarget(WORKLOAD, "team-a", f"metadata.name={watched['metadata']['name']}")]
+    )
+    whole_namespace = changes.open(None, [WatchTarget(WORKLOAD, "team-a")])
+    try:
+        assert await by_name.wait(0.01) is False
+        store.apply("MODIFIED", copy.deepcopy(other), "2")
+        assert await by_name.wait(0.01) is False
+        assert await whole_namespace.wait(0.01) is True
+        changed = copy.deepcopy(watched)
+        changed["metadata"]["labels"] = {"changed": "yes"}
+        store.apply("MODIFIED", changed, "3")
+        assert await by_name.wait(0.01) is True
+        # What wakes the subscription is already in the store it recomputes from.
+        found = store.get("team-a", watched["metadata"]["name"])
+        assert found is not None
+        assert found["metadata"]["labels"] == {"changed": "yes"}
+        assert await by_name.wait(0.01) is False
+    finally:
+        await by_name.close()
+        await whole_namespace.close()
+    assert not store._listeners

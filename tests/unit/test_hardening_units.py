@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from kueue_graphql.auth import bearer_token
-from kueue_graphql.cli import main
+from kueue_graphql.cli import _parser, main, settings_from
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.http.access_log import REDACTED, RedactQueryTokens, redact_path
 from kueue_graphql.http.app import json_depth
@@ -78,7 +78,10 @@ def test_json_depth() -> None:
     assert json_depth(nested) == 5000
 
 
-def test_token_cache_ttl_has_an_upper_bound(capsys: pytest.CaptureFixture[str]) -> None:
+def test_token_cache_ttl_has_a_flag_and_an_upper_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    settings = settings_from(_parser().parse_args(["serve", "--token-cache-ttl", "5"]))
+    assert settings.token_cache_ttl_seconds == 5
+    assert settings_from(_parser().parse_args(["serve"])).token_cache_ttl_seconds == 30
     assert main(["serve", "--token-cache-ttl", "301"]) == 2
     assert "--token-cache-ttl" in capsys.readouterr().err
     assert main(["serve", "--authz-cache-ttl", "1", "--authz-deny-cache-ttl", "2"]) == 2

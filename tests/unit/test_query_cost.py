@@ -10,15 +10,7 @@ from graphql import parse
 
 from kueue_graphql.graph.query_cost import QueryLimits, QueryRefusedError, measure_document
 from kueue_graphql.graph.schema import build_schema
-
-
-def fan_out(levels: int) -> str:
-    """Issue 8's pre-auth CPU bomb: each fragment spreads the previous one four times."""
-    fragments = ["fragment F0 on Viewer { username }"] + [
-        f"fragment F{i} on Viewer {{ ...F{i - 1} ...F{i - 1} ...F{i - 1} ...F{i - 1} }}"
-        for i in range(1, levels + 1)
-    ]
-    return f"{{ viewer {{ ...F{levels} }} }} " + " ".join(fragments)
+from tests.query_bombs import fan_out, field_bomb
 
 
 @pytest.mark.parametrize("levels", [12, 20, 40])
@@ -128,11 +120,11 @@ async def test_refused_documents_leave_no_objects_behind() -> None:
     # Every parsed document used to be kept (256 of them): 300 distinct 1,900-field documents
     # left 2.5 million objects for every full garbage collection to walk (0.7 s pauses).
     schema = build_schema()
-    await schema.execute("{ viewer { " + "username " * 1900 + "} }")
+    await schema.execute(field_bomb(1900))
     gc.collect()
     before = len(gc.get_objects())
     for i in range(100):
-        result = await schema.execute(f"# {i}\n{{ viewer {{ " + "username " * 1900 + "} }")
+        result = await schema.execute(f"# {i}\n" + field_bomb(1900))
         assert result.errors
     gc.collect()
     grown = len(gc.get_objects()) - before

@@ -1,0 +1,167 @@
+"""When could a pending Workload start? Only with a basis, else no number.
+
+The one time the objects give is when quota must be free again: an admitted Workload with
+`spec.maximumExecutionTimeSeconds` is deactivated by Kueue once it has run that long since
+admission (minus `status.accumulatedPastExecutionTimeSeconds`), and a Job with
+`spec.activeDeadlineSeconds` is failed that long after its `status.startTime`; either way its
+quota is released by then at the latest. Nothing bounds how early they may finish, so the
+answer is "quota for it is released by T at the latest" (Workloads may finish sooner; Workloads
+ahead in the queue may take the quota first), and `None` with the reason when some holder
+without such a limit, or one the caller could not read, stands in the way.
+
+Per resource group, Kueue may assign any of its flavors, so the time is the earliest over the
+group's flavors at which every resource of the group is covered in that flavor, and the latest
+over the groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from fractions import Fraction
+
+__all__ = ["Holder", "StartEstimate", "holder_deadline", "start_estimate"]
+
+FlavorResource = tuple[str, str]
+ZERO = Fraction(0)
+
+
+@dataclass(frozen=True)
+class Holder:
+    """An admitted Workload's reservation and the latest time it releases it (None: no limit)."""
+
+    reserved: Mapping[FlavorResource, Fraction]
+    releases_by: datetime | None
+    basis: str
+    """E.g. "maximumExecutionTimeSeconds 600 since admission at 2026-12-03T10:00:00Z"."""
+
+
+@dataclass(frozen=True)
+class StartEstimate:
+    releases_by: datetime | None
+    """Enough quota is released by then at the latest; None when no basis exists."""
+    explanation: str
+
+
+def holder_deadline(
+    admitted_at: datetime | None,
+    maximum_execution_seconds: int | None,
+    past_execution_seconds: int = 0,
+    job_started_at: datetime | None = None,
+    active_deadline_seconds: int | None = None,
+) -> tuple[datetime | None, str]:
+    """The earlier of the two limits that apply, and its basis in words."""
+    options: list[tuple[datetime, str]] = []
+    if admitted_at is not None and maximum_execution_seconds is not None:
+        left = max(0, maximum_execution_seconds - past_execution_seconds)
+        options.append(
+            (
+                admitted_at + timedelta(seconds=left),
+                f"maximumExecutionTimeSeconds {maximum_execution_seconds} since its admission at "
+                f"{_iso(admitted_at)}"
+                + (f" ({past_execution_seconds} s already used)" if past_execution_seconds else ""),
+            )
+        )
+    if job_started_at is not None and active_deadline_seconds is not None:
+        options.append(
+            (
+                job_started_at + timedelta(seconds=active_deadline_seconds),
+                f"its Job's activeDeadlineSeconds {active_deadline_seconds} since it started at "
+                f"{_iso(job_started_at)}",
+            )
+        )
+    if not options:
+        return None, ""
+    return min(options)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _time_for_flavor(
+    flavor: str,
+    missing: Mapping[str, Fraction],
+    holders: Sequence[Holder],
+) -> tuple[datetime | None, list[Holder], str]:
+    """The earliest time the flavor has `missing` of every resource freed, from holders with
+    a deadline (in deadline order); else why not."""
+    need = {res: value for res, value in missing.items() if value > 0}
+    if not need:
+        return None, [], "fits now"
+    released = dict.fromkeys(need, ZERO)
+    used: list[Holder] = []
+    timed = sorted((h for h in holders if h.releases_by is not None), key=lambda h: h.releases_by)  # type: ignore[arg-type,return-value]
+    for holder in timed:
+        if not any(holder.reserved.get((flavor, res), ZERO) > 0 for res in need):
+            continue
+        used.append(holder)
+        for res in need:
+            released[res] += holder.reserved.get((flavor, res), ZERO)
+        if all(released[res] >= need[res] for res in need):
+            return holder.releases_by, used, ""
+    untimed = sum(
+        1
+        for h in holders
+        if h.releases_by is None and any(h.reserved.get((flavor, r), ZERO) > 0 for r in need)
+    )
+    if untimed:
+        return (
+            None,
+            used,
+            (
+                f"{untimed} admitted Workload(s) holding flavor {flavor} have neither "
+                "maximumExecutionTimeSeconds nor a Job activeDeadlineSeconds"
+            ),
+        )
+    return None, used, f"the admitted Workloads' quota in flavor {flavor} would not be enough"
+
+
+def start_estimate(
+    groups: Sequence[Sequence[str]],
+    missing: Mapping[FlavorResource, Fraction],
+    holders: Sequence[Holder],
+    *,
+    holders_complete: bool,
+    incomplete_because: str = "",
+    ahead: int | None = None,
+) -> StartEstimate:
+    """`groups`: the flavors of each resource group the Workload needs, in order; `missing`:
+    per (flavor, resource), how much more must be free than is free now (0 or absent: enough).
+    `holders_complete`: every admitted Workload of the ClusterQueue is among `holders`."""
+    if not holders_complete:
+        return StartEstimate(None, f"no estimate: {incomplete_because}")
+    latest: datetime | None = None
+    bases: list[str] = []
+    for flavors in groups:
+        best: tuple[datetime, list[Holder]] | None = None
+        reasons: list[str] = []
+        for flavor in flavors:
+            need = {res: v for (f, res), v in missing.items() if f == flavor}
+            if not any(v > 0 for v in need.values()):
+                best = None
+                reasons = []
+                break  # this group fits now in this flavor
+            at, used, why = _time_for_flavor(flavor, need, holders)
+            if at is not None and (best is None or at < best[0]):
+                best = (at, used)
+            elif at is None:
+                reasons.append(why)
+        else:
+            if best is None:
+                return StartEstimate(None, "no estimate: " + "; ".join(reasons))
+        if best is not None:
+            at, used = best
+            bases.extend(h.basis for h in used)
+            latest = at if latest is None or at > latest else latest
+    if latest is None:
+        return StartEstimate(None, "no estimate needed: enough quota is free now")
+    text = (
+        f"quota for it is released by {_iso(latest)} at the latest, because the admitted "
+        f"Workloads holding it end by then ({'; '.join(dict.fromkeys(bases))}); it may start "
+        "sooner if they finish earlier"
+    )
+    if ahead:
+        text += f", or later if the {ahead} Workload(s) ahead of it take that quota first"
+    return StartEstimate(latest, text)

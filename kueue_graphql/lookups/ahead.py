@@ -1,0 +1,276 @@
+"""`aheadOfMe`'s input: what may be read about the Workloads ahead of a pending one.
+
+As the caller: her LocalQueue's pending list (visibility API, `localqueues/pendingworkloads`),
+which gives her own position in the LocalQueue and the ClusterQueue, and the Workloads of her
+own namespace ahead of her (their requests summed). Under the quota disclosure policy, as the
+service: the ClusterQueue's pending list (`clusterqueues/pendingworkloads`; priorities and
+creation times of the entries ahead, counted, never named) and the quota admitted Workloads
+hold (`status.flavorsReservation`). The total requests of other namespaces' Workloads ahead need
+their Workload objects, which in `impersonate` mode only a caller who may read them could
+supply: that part needs the `cache` read mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from kueue_graphql import diagnosis as dx
+from kueue_graphql.core.errors import ForbiddenError, NotFoundError, UnavailableError
+from kueue_graphql.diagnosis.ahead import AheadEntry, AheadInput
+from kueue_graphql.diagnosis.headroom import headroom
+from kueue_graphql.diagnosis.position import own_entry
+from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
+from kueue_graphql.diagnosis.requests import total_needs, workload_requests
+from kueue_graphql.diagnosis.start import Holder, StartEstimate, holder_deadline, start_estimate
+from kueue_graphql.kube.authz import Access
+from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.resources import VISIBILITY_LOCAL_QUEUE
+from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, quota_view
+from kueue_graphql.lookups.reader import KueueReader
+
+__all__ = ["load_ahead"]
+
+NEEDS_CACHE = (
+    "the total requests of Workloads ahead from other namespaces: their Workload objects are "
+    "other tenants'; the service reads them only in the `cache` read mode"
+)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _entry(item: Mapping[str, Any]) -> AheadEntry:
+    priority = item.get("priority")
+    created = _meta(item).get("creationTimestamp")
+    return AheadEntry(
+        priority=priority if isinstance(priority, int) else 0,
+        created=str(created) if created else None,
+    )
+
+
+def _sum(workloads: Sequence[JsonObject]) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for wl in workloads:
+        for res, value in total_needs(workload_requests(wl)).items():
+            out[res] = out.get(res, Fraction(0)) + value
+    return out
+
+
+def _held(cluster_queue: JsonObject) -> dict[tuple[str, str], Fraction]:
+    out: dict[tuple[str, str], Fraction] = {}
+    for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []:
+        for res in flavor.get("resources") or []:
+            try:
+                out[(str(flavor.get("name")), str(res.get("name")))] = parse_quantity(
+                    str(res.get("total", "0"))
+                )
+            except QuantityError:
+                continue
+    return out
+
+
+def _time(raw: object) -> datetime | None:
+    if not isinstance(raw, str) or not raw:
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _holder(workload: JsonObject) -> Holder:
+    reserved: dict[tuple[str, str], Fraction] = {}
+    admission = (workload.get("status") or {}).get("admission") or {}
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors = assignment.get("flavors") or {}
+        for res, qty in (assignment.get("resourceUsage") or {}).items():
+            flavor = flavors.get(res)
+            if flavor is None:
+                continue
+            try:
+                value = parse_quantity(str(qty))
+            except QuantityError:
+                continue
+            key = (str(flavor), str(res))
+            reserved[key] = reserved.get(key, Fraction(0)) + value
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    admitted_at = next(
+        (
+            _time(c.get("lastTransitionTime"))
+            for c in conditions
+            if c.get("type") == "Admitted" and c.get("status") == "True"
+        ),
+        None,
+    )
+    limit = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
+    past = (workload.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0
+    at, basis = holder_deadline(
+        admitted_at,
+        limit if isinstance(limit, int) else None,
+        past if isinstance(past, int) else 0,
+    )
+    return Holder(reserved, at, f"one of yours: {basis}" if basis else "")
+
+
+async def _start(
+    reader: KueueReader,
+    namespace: str,
+    workload: JsonObject,
+    cluster_queue: JsonObject,
+    view_members: object,
+    view_cohorts: object,
+    ahead: int | None,
+) -> StartEstimate:
+    """Shortfall per (flavor, resource) against the ClusterQueue's headroom now, and the
+    admitted Workloads the caller may read in her namespace as the holders."""
+    needs = total_needs(workload_requests(workload))
+    members = None if isinstance(view_members, dx.Forbidden | dx.Absent) else view_members
+    cohorts = None if isinstance(view_cohorts, dx.Forbidden | dx.Absent) else view_cohorts
+    lines = headroom(cluster_queue, members, cohorts).lines  # type: ignore[arg-type]
+    available = {(line.flavor, line.resource): line.available_now for line in lines}
+    groups: list[list[str]] = []
+    missing: dict[tuple[str, str], Fraction] = {}
+    for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
+        covered = [r for r in group.get("coveredResources") or [] if r in needs]
+        if not covered:
+            continue
+        flavors = [str(f.get("name")) for f in group.get("flavors") or []]
+        groups.append(flavors)
+        for flavor in flavors:
+            for res in covered:
+                free = available.get((flavor, res))
+                if free is None:
+                    return StartEstimate(None, "no estimate: what the cohort can lend is unknown")
+                missing[(flavor, res)] = max(Fraction(0), needs[res] - free)
+    reserving = (cluster_queue.get("status") or {}).get("reservingWorkloads")
+    cq_name = str((cluster_queue.get("metadata") or {}).get("name"))
+    try:
+        page = await reader.workloads(namespace)
+        own = [
+            w
+            for w in page.items
+            if ((w.get("status") or {}).get("admission") or {}).get("clusterQueue") == cq_name
+        ]
+    except ForbiddenError:
+        own = []
+    holders = [_holder(w) for w in own]
+    others = (reserving if isinstance(reserving, int) else 0) - len(holders)
+    return start_estimate(
+        groups,
+        missing,
+        holders,
+        holders_complete=others <= 0,
+        incomplete_because=f"{others} admitted Workload(s) of other namespaces hold quota in "
+        f"ClusterQueue {cq_name}; their run-time limits need the `cache` read mode",
+        ahead=ahead,
+    )
+
+
+async def load_ahead(
+    reader: KueueReader,
+    policy: DisclosurePolicy,
+    namespace: str,
+    workload: JsonObject,
+    local_queue: str,
+    cluster_queue: str | None,
+) -> AheadInput | None:
+    """None when the Workload is not in its LocalQueue's pending list (not pending)."""
+    unavailable: list[str] = []
+    name = str(_meta(workload).get("name") or "")
+    me_priority = (workload.get("spec") or {}).get("priority")
+    priority = me_priority if isinstance(me_priority, int) else 0
+    created = _meta(workload).get("creationTimestamp")
+    access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, local_queue, "pendingworkloads")
+    if not await reader.may(access):
+        raise ForbiddenError(
+            "get", VISIBILITY_LOCAL_QUEUE.group, "localqueues/pendingworkloads", namespace,
+            local_queue,
+        )  # fmt: skip
+    read = await reader.pending_read(namespace, local_queue)
+    if read.forbidden:
+        raise ForbiddenError(
+            "get", VISIBILITY_LOCAL_QUEUE.group, "localqueues/pendingworkloads", namespace,
+            local_queue,
+        )  # fmt: skip
+    if read.absent or read.failure is not None:
+        raise UnavailableError(read.failure or "Kueue's visibility API is not served")
+    found = own_entry(read.items, namespace, name)
+    if found is None:
+        return None
+    own_ahead = [
+        item
+        for item in read.items[: read.items.index(found.item)]
+        if _meta(item).get("namespace") in (None, namespace)
+    ]
+    position = found.item.get("positionInClusterQueue")
+    in_cq = position if isinstance(position, int) else None
+    # Her own namespace's Workloads ahead: read as her, summed.
+    local_requests: dict[str, Fraction] | None
+    try:
+        page = await reader.workloads(namespace, local_queue=local_queue)
+        by_name = {str(_meta(w).get("name")): w for w in page.items}
+        local_requests = _sum(
+            [by_name[n] for n in (str(_meta(i).get("name")) for i in own_ahead) if n in by_name]
+        )
+    except ForbiddenError:
+        local_requests = None
+        unavailable.append(
+            "the requests of Workloads ahead in your LocalQueue: you may not list them"
+        )
+    cluster_entries: list[AheadEntry] | None = None
+    held: dict[tuple[str, str], Fraction] | None = None
+    strategy: str | None = None
+    start: StartEstimate | None = StartEstimate(
+        None, "no estimate: the ClusterQueue's quota may not be read (nor disclosed)"
+    )
+    if cluster_queue:
+        view = await quota_view(reader, policy, cluster_queue)
+        cq = view.cluster_queue
+        if not isinstance(cq, dx.Forbidden | dx.Absent):
+            strategy = (cq.get("spec") or {}).get("queueingStrategy")
+            if view.show_numbers:
+                held = _held(cq)
+                start = await _start(
+                    reader, namespace, workload, cq, view.cluster_queues, view.cohorts, in_cq
+                )
+        if held is None:
+            unavailable.append(
+                "the quota admitted Workloads hold: you may not read the ClusterQueue and the "
+                "quota disclosure policy is not at `quota`"
+            )
+        if policy.enabled and policy.source is not None and in_cq is not None:
+            try:
+                items = await policy.source.cluster_queue_pending(cluster_queue, in_cq + 1)
+                cluster_entries = [
+                    _entry(i)
+                    for i in items
+                    if isinstance(i.get("positionInClusterQueue"), int)
+                    and i["positionInClusterQueue"] < in_cq
+                ]
+            except (ForbiddenError, NotFoundError, UnavailableError) as error:
+                unavailable.append(f"the ClusterQueue's pending list: {error}")
+        elif policy.level is QuotaDisclosure.NONE:
+            unavailable.append(
+                "why the Workloads ahead in the ClusterQueue are ahead: the ClusterQueue's "
+                "pending list is read only under the quota disclosure policy (or in `cache` mode)"
+            )
+    unavailable.append(NEEDS_CACHE)
+    return AheadInput(
+        priority=priority,
+        created=str(created) if created else None,
+        in_local_queue=found.position_in_local_queue,
+        in_cluster_queue=in_cq,
+        local_entries=[_entry(i) for i in own_ahead],
+        cluster_entries=cluster_entries,
+        local_requests=local_requests,
+        cluster_requests=None,
+        held=held,
+        queueing_strategy=strategy,
+        unavailable=unavailable,
+        start=start,
+    )
