@@ -197,6 +197,7 @@ def api_server_stopped(pid: int) -> Iterator[None]:
         os.kill(pid, signal.SIGCONT)
 
 
+@pytest.mark.disrupts_cluster
 async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
     cache_server: Server, cluster: Cluster
 ) -> None:
