@@ -59,6 +59,7 @@ from kueue_graphql.http.middleware import (
 )
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
+from kueue_graphql.http.ws_log import install_ws_task_log_filter
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.changes import WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
@@ -462,6 +463,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
                 await close_api_client(client.api_client)
 
     install_access_log_redaction()
+    install_ws_task_log_filter()
     view = GraphQLView(settings)
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
