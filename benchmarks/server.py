@@ -11,11 +11,29 @@ TokenReview cache, hence this small launcher.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import sys
 
 import uvicorn
 
 from kueue_graphql.http import ReadMode, ServerSettings, build_app
+
+
+def dump_tasks(*_: object) -> None:
+    """SIGUSR1: every live asyncio task's await chain on stderr (what outlives a client)."""
+    for task in asyncio.all_tasks():
+        print(f"--- {task.get_name()}", file=sys.stderr)
+        awaited: object = task.get_coro()
+        while awaited is not None:
+            frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+            if frame is not None:
+                print(
+                    f"  {frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}",
+                    file=sys.stderr,
+                )
+            awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+    sys.stderr.flush()
 
 
 def main(argv: list[str]) -> None:
@@ -30,6 +48,7 @@ def main(argv: list[str]) -> None:
             token_cache_ttl_seconds=ttl,
             read_mode=read_mode,
         )
+    signal.signal(signal.SIGUSR1, dump_tasks)
     uvicorn.run(build_app(settings), host="127.0.0.1", port=port, log_level="warning")
 
 

@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -150,7 +151,11 @@ async def run(args: argparse.Namespace) -> None:
                 if after["fds"] <= before["fds"] and after["tasks"] <= before["tasks"]:
                     break
                 await asyncio.sleep(1)
-            print(f"server after close (round {round_number}): {snapshot(url, pid)}")
+            after = snapshot(url, pid)
+            print(f"server after close (round {round_number}): {after}")
+            if args.dump_tasks and after["tasks"] > before["tasks"]:
+                os.kill(pid, signal.SIGUSR1)  # the server prints its tasks' stacks
+                await asyncio.sleep(2)
     kubectl("delete", "job", JOB, "-n", "team-a", "--ignore-not-found")
 
 
@@ -169,6 +174,7 @@ async def one_round(
 ) -> None:
     latencies: list[float] = []
     received = 0
+    ended: list[str] = []  # subscriptions that ended with an error (e.g. UNAVAILABLE under load)
     changed_at: list[float] = []
     connections = (args.subscriptions + PER_CONNECTION - 1) // PER_CONNECTION
 
@@ -180,17 +186,22 @@ async def one_round(
             for op in range(count):
                 await sub.subscribe(str(op), QUERY, {"ns": "team-a", "name": JOB})
             for _ in range(count):  # the first answers
-                await expect_next(sub)
+                if not await expect_next(sub):
+                    ended.append(user)
             ready.set()
             while not stop.is_set():
                 try:
-                    await asyncio.wait_for(expect_next(sub), 1)
+                    pushed = await asyncio.wait_for(expect_next(sub), 1)
                 except TimeoutError:
+                    continue
+                if not pushed:
+                    ended.append(user)
                     continue
                 received += 1
                 if changed_at:
                     latencies.append(time.monotonic() - changed_at[-1])
 
+    round_start_rss = rss_kib(pid)[0]
     stop = asyncio.Event()
     readies = [asyncio.Event() for _ in range(connections)]
     started = time.monotonic()
@@ -226,14 +237,15 @@ async def one_round(
     await asyncio.gather(*holders)
     print(
         f"changes: {changes}, pushed messages received: {received} "
-        f"(expected {changes * args.subscriptions})"
+        f"(at most {changes * args.subscriptions}: a flip and its flip-back within one "
+        f"recompute push nothing); subscriptions ended by an error: {len(ended)}"
     )
     if latencies:
         print(
             f"change -> push: p50 {percentile(latencies, 50) * 1000:.0f} ms, "
             f"p95 {percentile(latencies, 95) * 1000:.0f} ms (coalescing adds 250 ms)"
         )
-    per_subscription = (open_rss - int(str(before["rss_kib"]))) / args.subscriptions
+    per_subscription = (open_rss - round_start_rss) / args.subscriptions
     print(
         f"while open: server RSS per open subscription {per_subscription:.0f} KiB, "
         f"tasks {open_tasks}"
@@ -264,10 +276,18 @@ async def cpu_per_query(url: str, pid: int, count: int = 50) -> float:
         return (cpu_seconds(pid) - start) / count * 1000
 
 
-async def expect_next(sub: Subscriber) -> None:
-    message = await sub.receive()
-    if message["type"] != "next" or "errors" in message["payload"]:
-        raise SystemExit(f"unexpected message: {message}")
+async def expect_next(sub: Subscriber) -> bool:
+    """True for a pushed answer; False for an error that ended a subscription (its
+    `complete` is skipped)."""
+    while True:
+        message = await sub.receive()
+        if message["type"] == "complete":
+            continue
+        if message["type"] == "next" and "errors" not in message["payload"]:
+            return True
+        codes = [e.get("extensions", {}).get("code") for e in message["payload"]["errors"]]
+        print(f"a subscription ended with {codes}", file=sys.stderr)
+        return False
 
 
 def main() -> None:
@@ -275,6 +295,7 @@ def main() -> None:
     parser.add_argument("--subscriptions", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--every", type=float, default=3)
+    parser.add_argument("--dump-tasks", action="store_true", help="print leftover tasks")
     parser.add_argument(
         "--rounds", type=int, default=2, help="open/hold/close cycles (bounded: no growth)"
     )

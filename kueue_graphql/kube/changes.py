@@ -79,8 +79,13 @@ class WatchChanges:
         self._tasks = [asyncio.create_task(self._watch(target)) for target in targets]
 
     async def wait(self, quiet_seconds: float) -> bool:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), quiet_seconds)
+        if not self._changed.is_set() and quiet_seconds > 0:
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns the event and drops
+            # a cancellation that arrives in the same loop iteration, and the closed
+            # subscription would go on recomputing with its watches open.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(quiet_seconds):
+                    await self._changed.wait()
         changed = self._changed.is_set()
         self._changed.clear()
         return changed

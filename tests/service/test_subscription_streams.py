@@ -154,7 +154,7 @@ def force_delete_pods(cluster: Cluster) -> None:
     )
 
 
-STREAM_WORKLOADS = ("wl-stream-a", "wl-stream-b", "wl-stream-big")
+STREAM_WORKLOADS = ("wl-stream-a", "wl-stream-b", "wl-stream-big", "wl-stream-cq")
 
 
 @pytest.fixture(scope="module")
@@ -278,18 +278,21 @@ async def test_workloads_added_modified_removed(
 async def test_cluster_queue_pushes_usage_changes(
     live_server: Server, cluster: Cluster, scenario: None
 ) -> None:
+    # Earlier tests' Workloads are gone; Kueue's counts follow a moment later.
+    deadline = time.monotonic() + 30
+    while cluster.get_json("clusterqueue", "cq-stream")["status"].get("admittedWorkloads"):
+        assert time.monotonic() < deadline, "cq-stream still counts admitted Workloads"
+        await asyncio.sleep(0.5)
     async with subscriber(live_server.url, cluster.token("viewer")) as sub:
         await sub.subscribe("1", CLUSTER_QUEUE, {"name": "cq-stream"})
         first = await next_data(sub, "clusterQueue")
-        admitted = first["admittedWorkloads"] or 0
-        apply(cluster, workload_manifest("wl-stream-b"))
-        more = await until(
-            sub, "clusterQueue", lambda d: (d["admittedWorkloads"] or 0) == admitted + 1
-        )
+        assert not first["admittedWorkloads"], first
+        apply(cluster, workload_manifest("wl-stream-cq"))
+        more = await until(sub, "clusterQueue", lambda d: d["admittedWorkloads"] == 1, 30)
         queried = cluster.get_json("clusterqueue", "cq-stream", user="viewer")
         assert queried["status"]["admittedWorkloads"] == more["admittedWorkloads"]
-        cluster.kubectl("delete", "workload", "wl-stream-b", "-n", "team-a")
-        await until(sub, "clusterQueue", lambda d: (d["admittedWorkloads"] or 0) == admitted)
+        cluster.kubectl("delete", "workload", "wl-stream-cq", "-n", "team-a")
+        await until(sub, "clusterQueue", lambda d: not d["admittedWorkloads"], 30)
 
 
 @pytest.mark.parametrize(
@@ -559,3 +562,35 @@ async def test_http_multipart_subscription_forbidden_and_refusals(
     )
     assert refused.status_code == 401
     assert refused.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_subscription_metrics_without_user_labels(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    apply(cluster, workload_manifest("wl-stream-a"))
+
+    async def metrics() -> str:
+        return (await live_server.http.get("/metrics")).text
+
+    before = await metrics()
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", WORKLOAD_EVENTS, {"ns": "team-a", "name": "wl-stream-a"})
+        assert (await next_data(sub, "workload"))["type"] == "INITIAL"
+        during = await metrics()
+        assert _metric(during, "kueue_graphql_subscriptions_open ", "") == 1
+    for _ in range(50):
+        after = await metrics()
+        if _metric(after, "kueue_graphql_subscriptions_open ", "") == 0:
+            break
+        await asyncio.sleep(0.1)
+    pushed = "kueue_graphql_subscription_messages_total"
+    assert (
+        _metric(after, pushed, 'field="workload"')
+        == _metric(before, pushed, 'field="workload"') + 1
+    )
+    ended = "kueue_graphql_subscriptions_ended_total"
+    assert _metric(after, ended, 'reason="closed"') == _metric(before, ended, 'reason="closed"') + 1
+    assert _metric(after, "kueue_graphql_asyncio_tasks ", "") > 0
+    lines = [line for line in after.splitlines() if "subscription" in line]
+    assert not [line for line in lines if "alice" in line or "team-a" in line or "wl-" in line]
+    cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")

@@ -396,6 +396,18 @@ async def test_tasks_freed_when_clients_close(
     assert live_server.app.state.services.live.total == 0
 
 
+def await_chain(task: asyncio.Task[Any]) -> str:
+    """Where a task waits: its coroutine and every coroutine it awaits, innermost last."""
+    steps = []
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+        if frame is not None:
+            steps.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+    return " > ".join(steps) or str(task.get_coro())
+
+
 def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -468,7 +480,7 @@ async def test_fds_and_tasks_return_to_baseline_after_many_close(
 
         def leftover_tasks() -> list[str]:
             return sorted(
-                str(t.get_coro()) for t in asyncio.all_tasks() - before_tasks if not t.done()
+                await_chain(t) for t in asyncio.all_tasks() - before_tasks if not t.done()
             )
 
         def extra_fds() -> int:
@@ -483,7 +495,7 @@ async def test_fds_and_tasks_return_to_baseline_after_many_close(
         gc.collect()
     never_awaited = [str(w.message) for w in caught if "never awaited" in str(w.message)]
     assert not never_awaited, never_awaited
-    assert not leftover_tasks(), leftover_tasks()
+    assert not leftover_tasks(), "\n".join(leftover_tasks())
     assert _in_use_connections(watch_kube) == informer_watches
     assert extra_fds() <= 0, f"{extra_fds()} fds more than before the subscriptions opened"
     assert services.live.total == 0
