@@ -203,7 +203,9 @@ KUBECONFIGS = {
 
 
 @contextmanager
-def server(cache_ttl: str | None, read_mode: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def server(
+    cache_ttl: str | None, read_mode: str = "impersonate"
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     command = [sys.executable, str(Path(__file__).with_name("server.py"))]
     command += [str(STATE / "users" / KUBECONFIGS[read_mode]), str(port)]
