@@ -372,6 +372,11 @@ def _parser() -> argparse.ArgumentParser:
         "--toleration", action="append", default=[], metavar="KEY[=VALUE][:EFFECT]",
         help="a toleration of the Pods; repeatable",
     )  # fmt: skip
+    fits.add_argument(
+        "--priority-class", default=None, metavar="NAME",
+        help="a WorkloadPriorityClass (else PriorityClass) for the Workload: its priority decides "
+        "preemption within the ClusterQueue",
+    )  # fmt: skip
     fits.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
     fits.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig to read as"
@@ -428,13 +433,16 @@ def what_if_pod_set(args: argparse.Namespace) -> dict[str, Any]:
         if effect:
             toleration["effect"] = effect
         tolerations.append(toleration)
-    return {
+    pod_set: dict[str, Any] = {
         "name": "main",
         "count": args.pods,
         "requests": requests,
         "nodeSelector": selector,
         "tolerations": tolerations,
     }
+    if getattr(args, "priority_class", None):
+        pod_set["priorityClass"] = args.priority_class
+    return pod_set
 
 
 VERDICT_EXIT = {"FITS_NOW": 0, "MUST_WAIT": 3, "NEVER_FITS": 4, "QUEUE_INACTIVE": 5, "UNKNOWN": 5}
@@ -448,6 +456,8 @@ def render_what_if(w: dict[str, Any]) -> str:
         f"  LocalQueue {queue}, ClusterQueue {w.get('clusterQueueName') or '-'}; figures from "
         f"{w['numbersFrom']}"
     )
+    if w.get("priorityClass"):
+        out.append(f"  priority {w.get('priority')} (class {w['priorityClass']})")
     if w.get("detail") and w["detail"] not in w["summary"]:
         out.append(f"  ({w['detail']})")
     for ps in w.get("podSets") or []:
@@ -457,6 +467,8 @@ def render_what_if(w: dict[str, Any]) -> str:
             extra = " borrowing" if g.get("borrows") else ""
             if g.get("preemptsFirstIn"):
                 extra += f" (unless Kueue preempts in {g['preemptsFirstIn']} first)"
+            if g.get("preempts"):
+                extra += f" (preempting {g['preempts']} lower-priority Workload(s))"
             limited = f" ({g['limitedBy']})" if g.get("limitedBy") else ""
             out.append(
                 f"  {', '.join(g['resources'])}: flavor {g.get('flavor') or '-'}, "

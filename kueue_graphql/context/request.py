@@ -18,7 +18,7 @@ from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.changes import ChangeSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.lookups import ApiServerReader, KueueReader
-from kueue_graphql.lookups.cached import CacheReader, KueueCache
+from kueue_graphql.lookups.cached import CachedQuotaReads, CacheReader, KueueCache
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, ServiceQuotaReads
 
 
@@ -100,8 +100,14 @@ class RequestContext:
         # read as the caller. The resolvers see a KueueReader either way.
         reads: KueueReader = direct if cache is None else CacheReader(direct, cache)
         # The service reads as itself only when an admin turned the disclosure policy on.
+        # In the `cache` read mode its ClusterQueue, Cohort, ResourceFlavor and
+        # WorkloadPriorityClass reads come from the cache's stores (no API call).
+        service_reads = ServiceQuotaReads(client, meter)
         disclosure = (
-            DisclosurePolicy(quota_disclosure, ServiceQuotaReads(client, meter))
+            DisclosurePolicy(
+                quota_disclosure,
+                service_reads if cache is None else CachedQuotaReads(cache, service_reads),
+            )
             if quota_disclosure is not QuotaDisclosure.NONE
             else DisclosurePolicy()
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from fractions import Fraction
 
-__all__ = ["Holder", "StartEstimate", "holder_deadline", "start_estimate"]
+__all__ = ["Holder", "StartEstimate", "holder_deadline", "job_deadline", "start_estimate"]
 
 FlavorResource = tuple[str, str]
 ZERO = Fraction(0)
@@ -35,6 +35,8 @@ class Holder:
     releases_by: datetime | None
     basis: str
     """E.g. "maximumExecutionTimeSeconds 600 since admission at 2026-12-03T10:00:00Z"."""
+    unknown_because: str = ""
+    """Without a deadline: why its basis is unknown (e.g. its Job could not be read)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,25 @@ def holder_deadline(
     return min(options)
 
 
+def job_deadline(job: Mapping[str, object] | None) -> tuple[datetime | None, int | None]:
+    """A batch/v1 Job's (status.startTime, spec.activeDeadlineSeconds); None where absent.
+    The Job controller fails the Job that long after startTime (reset when it is resumed)."""
+    if job is None:
+        return None, None
+    spec = job.get("spec")
+    status = job.get("status")
+    seconds = spec.get("activeDeadlineSeconds") if isinstance(spec, Mapping) else None
+    raw = status.get("startTime") if isinstance(status, Mapping) else None
+    started: datetime | None = None
+    if isinstance(raw, str) and raw:
+        try:
+            started = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError:
+            started = None
+    valid = isinstance(seconds, int) and not isinstance(seconds, bool) and seconds >= 0
+    return started, seconds if valid else None
+
+
 def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -101,18 +122,20 @@ def _time_for_flavor(
             released[res] += holder.reserved.get((flavor, res), ZERO)
         if all(released[res] >= need[res] for res in need):
             return holder.releases_by, used, ""
-    untimed = sum(
-        1
+    untimed = [
+        h
         for h in holders
         if h.releases_by is None and any(h.reserved.get((flavor, r), ZERO) > 0 for r in need)
-    )
+    ]
     if untimed:
+        unknown = sorted({h.unknown_because for h in untimed if h.unknown_because})
         return (
             None,
             used,
             (
-                f"{untimed} admitted Workload(s) holding flavor {flavor} have neither "
+                f"{len(untimed)} admitted Workload(s) holding flavor {flavor} have neither "
                 "maximumExecutionTimeSeconds nor a Job activeDeadlineSeconds"
+                + (f" that can be read ({'; '.join(unknown)})" if unknown else "")
             ),
         )
     return None, used, f"the admitted Workloads' quota in flavor {flavor} would not be enough"

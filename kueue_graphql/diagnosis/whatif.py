@@ -23,8 +23,15 @@ a topology request (TAS off), with the FlavorFungibility gate on (its default si
 
 The quota arithmetic is the diagnosis' own (`quota.quota_line` over `quota.CohortTree`), and
 the messages are the ones Kueue writes, so they parse back (messages.parse_kueue_message) into
-the same reason codes a diagnosis shows. Preemption is not simulated: which admitted Workloads
-could be preempted is other tenants' data; a wait where Kueue could preempt says so.
+the same reason codes a diagnosis shows. Preemption within the ClusterQueue
+(`withinClusterQueue: LowerPriority` / `LowerOrNewerEqualPriority`, pkg/scheduler/preemption) is
+simulated over the admitted Workloads the caller may read (`candidates`): Kueue's
+candidate order (lower priority first, then the most recently admitted) and minimal set; when
+they free enough, the answer is MUST_WAIT with `preempts` Workloads to be preempted and Kueue's
+". Pending the preemption of N workload(s)". Other namespaces' admitted Workloads are other
+tenants' data: when they hold quota in the ClusterQueue and the readable ones do not free
+enough, a wait where Kueue could preempt only says so. Reclaim within the cohort is not
+simulated.
 
 Queue checks come first, as Kueue's workload controller and queue manager apply them: a stopped
 or inactive LocalQueue, a missing, stopped or inactive ClusterQueue, a namespaceSelector that
@@ -67,6 +74,7 @@ __all__ = [
     "FlavorAttempt",
     "GroupAssignment",
     "PodSetOutcome",
+    "PreemptionCandidate",
     "ProposedPodSet",
     "WhatIfInput",
     "WhatIfResult",
@@ -127,6 +135,16 @@ def pod_sets_from_job(job: KubeObject) -> list[ProposedPodSet]:
 
 
 @dataclass(frozen=True)
+class PreemptionCandidate:
+    """An admitted Workload of the ClusterQueue: its priority, when its quota was reserved
+    (ISO text, for Kueue's "most recently admitted first"), and the quota it holds."""
+
+    priority: int
+    admitted_at: str
+    reserved: Mapping[tuple[str, str], Fraction]
+
+
+@dataclass(frozen=True)
 class WhatIfInput:
     """What the answer may look at. `local_queue` the caller could `get`; the rest as read
     (by the caller, or by the service under the disclosure policy), markers where not."""
@@ -143,6 +161,13 @@ class WhatIfInput:
     """False: verdict, flavors and reasons without any quota figure (disclosure policy)."""
     hidden_because: str = ""
     """Why numbers are not shown, or why the ClusterQueue could not be read."""
+    priority: int = 0
+    """The Workload's priority (its WorkloadPriorityClass or PriorityClass value; 0 without)."""
+    priority_class: str | None = None
+    candidates: Sequence[PreemptionCandidate] = ()
+    """The ClusterQueue's admitted Workloads the caller may read (preemption candidates)."""
+    candidates_complete: bool = False
+    """`candidates` are every admitted Workload of the ClusterQueue."""
 
 
 @dataclass(frozen=True)
@@ -171,6 +196,9 @@ class GroupAssignment:
     preempts_first_in: str | None = None
     """FITS_NOW in `flavor`, but an earlier flavor where Kueue stops to preempt instead when it
     finds admitted Workloads of lower priority there (whenCanPreempt: MayStopSearch)."""
+    preempts: int = 0
+    """MUST_WAIT in `flavor`: Kueue would preempt this many lower-priority Workloads of the
+    ClusterQueue to admit it (0: none found among those the caller may read)."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +226,11 @@ class WhatIfResult:
     """The QuotaReserved=False message Kueue would write, or None when it would admit."""
     admission_checks: tuple[str, ...]
     next_steps: tuple[str, ...]
+    priority: int = 0
+    priority_class: str | None = None
+    preempts: int = 0
+    """Kueue would preempt this many Workloads to admit it (then it is admitted once they are
+    evicted); 0 when it would not, or none the caller may read would free enough."""
 
 
 def _known(value: object) -> Any:
@@ -303,6 +336,7 @@ class _Attempt:
     limited_by: str | None = None
     reasons: list[str] = field(default_factory=list)
     lines: dict[FlavorResource, QuotaLine] = field(default_factory=dict)
+    preempts: int = 0
 
 
 class _Assigner:
@@ -404,15 +438,71 @@ class _Assigner:
                 attempt.limited_by = self.lines[fr].limited_by
             if verdict is Verdict.NEVER_FITS:
                 break  # "The flavor doesn't fit, no need to check other resources."
+        if attempt.verdict is Verdict.MUST_WAIT and attempt.may_preempt:
+            attempt.preempts = self._preemptions(flavor_name, requests)
         return attempt
+
+    def _preemptions(self, flavor: str, requests: Mapping[str, Fraction]) -> int:
+        """How many admitted Workloads Kueue's within-ClusterQueue preemption would evict for
+        the request in `flavor` (preemption.go: candidates of lower priority that use the
+        resources, lower priority first then the most recently admitted; removed until it fits,
+        then those not needed put back, last removed kept); 0 when the readable candidates do
+        not free enough, or the policy does not preempt within the ClusterQueue."""
+        if self._policy("withinClusterQueue") not in ("LowerPriority", "LowerOrNewerEqualPriority"):
+            return 0
+        # (LowerOrNewerEqualPriority also takes equal-priority Workloads newer than the incoming
+        # one: every admitted Workload is older than one not created yet.)
+        need: dict[str, Fraction] = {}
+        for res in requests:
+            line = self.lines.get((flavor, res))
+            if line is None or line.available_now is None:
+                return 0
+            nominal = self.quotas[(flavor, res)].nominal if (flavor, res) in self.quotas else ZERO
+            if line.requested > nominal:
+                return 0  # within the ClusterQueue only for a request within its nominal quota
+            if line.requested > line.available_now:
+                need[res] = line.requested - line.available_now
+        if not need:
+            return 0
+        pool = sorted(
+            (
+                c
+                for c in self.inp.candidates
+                if c.priority < self.inp.priority
+                and any(c.reserved.get((flavor, res), ZERO) > 0 for res in need)
+            ),
+            key=lambda c: c.admitted_at,
+            reverse=True,
+        )
+        pool.sort(key=lambda c: c.priority)
+
+        def enough(chosen: Sequence[PreemptionCandidate]) -> bool:
+            return all(
+                sum((c.reserved.get((flavor, res), ZERO) for c in chosen), ZERO) >= value
+                for res, value in need.items()
+            )
+
+        removed: list[PreemptionCandidate] = []
+        for candidate in pool:
+            removed.append(candidate)
+            if enough(removed):
+                break
+        else:
+            return 0
+        for index in range(len(removed) - 2, -1, -1):
+            kept = removed[:index] + removed[index + 1 :]
+            if enough(kept):
+                removed = kept
+        return len(removed)
 
     def _should_try_next(self, attempt: _Attempt) -> bool:
         # shouldTryNextFlavor: noFit and noPreemptionCandidates always go on to the next flavor,
         # whatever whenCanPreempt says; only a preemption whose simulation finds candidates
-        # may stop the search there. Which admitted Workloads could be preempted is other
-        # tenants' data, so the search goes on as if there were none (the common case: Kueue
-        # preempts only Workloads of lower priority); `preempts_first_in` says where Kueue would
-        # stop if it found some.
+        # may stop the search there. Candidates are simulated over the admitted Workloads the
+        # caller may read; other tenants' are not seen, so where these find none the search
+        # goes on, and `preempts_first_in` says where Kueue would stop if it found some.
+        if attempt.verdict is Verdict.MUST_WAIT and attempt.preempts:
+            return bool(self.fungibility.get("whenCanPreempt", "TryNextFlavor") == "TryNextFlavor")
         if attempt.verdict is not Verdict.FITS_NOW:
             return True
         return attempt.borrows and self.fungibility.get("whenCanBorrow") == "TryNextFlavor"
@@ -437,6 +527,8 @@ class _Assigner:
             return True
         if a.verdict is not b.verdict:
             return a.verdict is Verdict.FITS_NOW
+        if bool(a.preempts) != bool(b.preempts):
+            return bool(a.preempts)  # Preempt mode (targets found) over NoFit
         return not a.borrows and b.borrows
 
     def assign_group(
@@ -495,6 +587,7 @@ class _Assigner:
             borrows=bool(chosen and chosen.borrows and verdict is Verdict.FITS_NOW),
             may_preempt=bool(chosen and chosen.may_preempt and verdict is Verdict.MUST_WAIT),
             preempts_first_in=preempts_first_in,
+            preempts=chosen.preempts if chosen is not None and verdict is Verdict.MUST_WAIT else 0,
             attempts=tuple(
                 FlavorAttempt(a.flavor, a.verdict, a.borrows, tuple(sorted(a.reasons)))
                 for a in attempts
@@ -642,6 +735,15 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
         kueue_message = (
             "; ".join(messages) if messages and verdict is not Verdict.FITS_NOW else None
         )
+    preempts = (
+        sum(g.preempts for g in all_groups)
+        if verdict is Verdict.MUST_WAIT
+        and all(g.preempts or g.verdict is Verdict.FITS_NOW for g in all_groups)
+        else 0
+    )
+    if preempts and kueue_message:
+        # scheduler.go: once the preemptions are issued.
+        kueue_message += f". Pending the preemption of {preempts} workload(s)"
     reasons = tuple(
         parse_kueue_message(kueue_message, None, ReasonSource.OBJECT) if kueue_message else ()
     )
@@ -664,6 +766,9 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
         else _strip_numbers(kueue_message),
         admission_checks=checks,
         next_steps=(),
+        priority=inp.priority,
+        priority_class=inp.priority_class,
+        preempts=preempts,
     )
     return _explained(result, inp)
 
@@ -678,7 +783,20 @@ def _detail(
         parts.append("cohort members could not be read; what the cohort can lend is unknown")
     if isinstance(inp.resource_flavors, Forbidden | Absent) and not groups_unknown:
         parts.append("ResourceFlavors could not be read: taints and node labels not checked")
+    if not inp.candidates_complete and not groups_unknown and _within_cq_preemption(inp):
+        parts.append(
+            "preemption is simulated over the admitted Workloads you may read only: other "
+            "namespaces' admitted Workloads in the ClusterQueue are not seen"
+        )
     return "; ".join(p for p in parts if p)
+
+
+def _within_cq_preemption(inp: WhatIfInput) -> bool:
+    cq = _known(inp.cluster_queue)
+    return text(cq, "spec", "preemption", "withinClusterQueue") in (
+        "LowerPriority",
+        "LowerOrNewerEqualPriority",
+    )
 
 
 _NUMBERS = (
@@ -801,6 +919,13 @@ def _summary(result: WhatIfResult) -> str:
         return (
             f"never fits: needs more {', '.join(group.resources)} at once than ClusterQueue {cq} "
             f"can ever provide ({group.limited_by})"
+        )
+    if result.verdict is Verdict.MUST_WAIT and result.preempts:
+        return (
+            f"must wait for preemption: Kueue would preempt {result.preempts} admitted "
+            f"Workload(s) of lower priority than {result.priority} in ClusterQueue {cq} "
+            f"(withinClusterQueue policy) and admit it in flavor {group.flavor} once they are "
+            "evicted"
         )
     if result.verdict is Verdict.MUST_WAIT:
         if line is not None and result.numbers_shown and line.available_now is not None:
@@ -931,7 +1056,12 @@ def _group_steps(
             pods = int(room // per_pod) if per_pod else 0
             fewer = f" (e.g. {pods} Pods of {_q(per_pod, res)})" if 0 < pods < outcome.count else ""
             yield f"Or ask for at most {_q(room, res)} {res} to start now{fewer}."
-        if group.may_preempt:
+        if group.preempts:
+            yield (
+                f"Submitting it preempts {group.preempts} lower-priority Workload(s) of "
+                f"ClusterQueue {cq}: they are evicted and requeued."
+            )
+        elif group.may_preempt:
             yield (
                 f"Kueue may preempt Workloads of lower priority to make room, as ClusterQueue "
                 f"{cq}'s preemption policy allows (not simulated here)."

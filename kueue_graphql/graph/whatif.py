@@ -14,6 +14,7 @@ from fractions import Fraction
 import strawberry
 
 from kueue_graphql.core.errors import BadRequestError
+from kueue_graphql.core.names import check_name
 from kueue_graphql.diagnosis import Verdict
 from kueue_graphql.diagnosis import whatif as wi
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
@@ -21,7 +22,7 @@ from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.diagnosis import DiagnosisAmount, DiagnosisReason, QuotaLine
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.lookups.disclosure import NumbersSource
-from kueue_graphql.lookups.whatif import job_pod_sets, load_what_if
+from kueue_graphql.lookups.whatif import PriorityClassRef, job_pod_sets, load_what_if
 
 __all__ = ["WHAT_IF_QUERY", "WhatIf", "WhatIfQuery"]
 
@@ -66,6 +67,12 @@ class WhatIfPodSetInput:
     name: str = "main"
     node_selector: list[NodeSelectorInput] | None = None
     tolerations: list[TolerationInput] | None = None
+    priority_class: str | None = strawberry.field(
+        default=None,
+        description="A WorkloadPriorityClass (Kueue's `kueue.x-k8s.io/priority-class` label), or "
+        "failing that a PriorityClass (the Pods' `priorityClassName`). Kueue's priority is the "
+        "Workload's: pod sets that give one must give the same.",
+    )
 
 
 @strawberry.input(description="An existing object by namespace and name.")
@@ -111,6 +118,12 @@ class WhatIfResourceGroup:
         description="Kueue would try to preempt lower-priority Workloads (not simulated here)."
     )
     attempts: list[WhatIfFlavorAttempt]
+    preempts: int = strawberry.field(
+        default=0,
+        description="MUST_WAIT in `flavor`: Kueue would preempt this many admitted Workloads of "
+        "lower priority in the ClusterQueue (withinClusterQueue policy), among those you may "
+        "read, to admit it.",
+    )
     preempts_first_in: str | None = strawberry.field(
         default=None,
         description="FITS_NOW in `flavor`; but with whenCanPreempt: MayStopSearch, Kueue stops "
@@ -154,6 +167,22 @@ class WhatIf:
     def summary(self) -> str:
         return self.result.summary
 
+    @field(description="The Workload's priority: its priorityClass' value, 0 without one.")
+    def priority(self) -> int:
+        return self.result.priority
+
+    @strawberry.field
+    def priority_class(self) -> str | None:
+        return self.result.priority_class
+
+    @field(
+        description="Kueue would preempt this many admitted Workloads of lower priority to "
+        "admit it (verdict MUST_WAIT: admitted once they are evicted). Simulated over the "
+        "admitted Workloads you may read (see `detail`); 0 when none would be preempted."
+    )
+    def preempts(self) -> int:
+        return self.result.preempts
+
     @strawberry.field
     def local_queue(self) -> LocalQueue:
         return LocalQueue.ref(self.result.local_queue, self.namespace)
@@ -190,6 +219,7 @@ class WhatIf:
                         borrows=g.borrows,
                         may_preempt=g.may_preempt,
                         preempts_first_in=g.preempts_first_in,
+                        preempts=g.preempts,
                         attempts=[
                             WhatIfFlavorAttempt(
                                 flavor=a.flavor,
@@ -229,6 +259,22 @@ class WhatIf:
     @strawberry.field
     def next_steps(self) -> list[str]:
         return list(self.result.next_steps)
+
+
+def _priority_class(inputs: list[WhatIfPodSetInput]) -> PriorityClassRef | None:
+    named = {p.priority_class for p in inputs if p.priority_class is not None}
+    if len(named) > 1:
+        raise BadRequestError(
+            "podSets: one priorityClass per Workload (Kueue's priority is the Workload's), "
+            f"got {', '.join(sorted(named))}"
+        )
+    if not named:
+        return None
+    (class_name,) = named
+    if not class_name:
+        raise BadRequestError("podSets: priorityClass must not be empty")
+    check_name(class_name)
+    return PriorityClassRef(class_name)
 
 
 def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
@@ -305,12 +351,17 @@ class WhatIfQuery:
         reader = reads(info)
         if pod_sets is not None:
             proposed = _pod_sets(pod_sets)
+            priority_class = _priority_class(pod_sets)
             queue = local_queue
         else:
             assert from_job is not None
-            proposed, job_queue = await job_pod_sets(reader, from_job.namespace, from_job.name)
+            proposed, job_queue, priority_class = await job_pod_sets(
+                reader, from_job.namespace, from_job.name
+            )
             queue = local_queue or job_queue
-        loaded = await load_what_if(reader, info.context.disclosure, namespace, queue, proposed)
+        loaded = await load_what_if(
+            reader, info.context.disclosure, namespace, queue, proposed, priority_class
+        )
         return WhatIf(
             result=wi.what_if(loaded.input), source=loaded.view.numbers_from, namespace=namespace
         )
@@ -323,12 +374,13 @@ query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetIn
              $fromJob: ObjectNameInput) {
   whatIf(namespace: $namespace, localQueue: $localQueue, podSets: $podSets, fromJob: $fromJob) {
     verdict limitedBy summary clusterQueueName numbersFrom detail kueueMessage admissionChecks
+    priority priorityClass preempts
     localQueue { name }
     podSets {
       name count
       requests { resource quantity } totalRequests { resource quantity }
       resourceGroups {
-        resources flavor verdict limitedBy borrows mayPreempt preemptsFirstIn
+        resources flavor verdict limitedBy borrows mayPreempt preemptsFirstIn preempts
         attempts { flavor verdict borrows reasons }
       }
     }

@@ -53,6 +53,9 @@ WORKLOAD_PRIORITY_CLASS = Resource(
 )
 TOPOLOGY = Resource("Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", namespaced=False)
 JOB = Resource("Job", "batch", "v1", "jobs", namespaced=True)
+PRIORITY_CLASS = Resource(
+    "PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False
+)
 POD = Resource("Pod", "", "v1", "pods", namespaced=True)
 EVENT = Resource("Event", "", "v1", "events", namespaced=True)
 NODE = Resource("Node", "", "v1", "nodes", namespaced=False)

@@ -12,6 +12,7 @@ supply: that part needs the `cache` read mode.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from fractions import Fraction
@@ -24,10 +25,16 @@ from kueue_graphql.diagnosis.headroom import headroom
 from kueue_graphql.diagnosis.position import own_entry
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
 from kueue_graphql.diagnosis.requests import total_needs, workload_requests
-from kueue_graphql.diagnosis.start import Holder, StartEstimate, holder_deadline, start_estimate
+from kueue_graphql.diagnosis.start import (
+    Holder,
+    StartEstimate,
+    holder_deadline,
+    job_deadline,
+    start_estimate,
+)
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import VISIBILITY_LOCAL_QUEUE
+from kueue_graphql.kube.resources import JOB, VISIBILITY_LOCAL_QUEUE
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, quota_view
 from kueue_graphql.lookups.reader import KueueReader
 
@@ -83,7 +90,29 @@ def _time(raw: object) -> datetime | None:
         return None
 
 
-def _holder(workload: JsonObject) -> Holder:
+def _owner_job(workload: JsonObject) -> str | None:
+    for ref in _meta(workload).get("ownerReferences") or []:
+        if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
+            return str(ref.get("name"))
+    return None
+
+
+async def _job_of(reader: KueueReader, workload: JsonObject) -> tuple[JsonObject | None, str]:
+    """The Workload's owner Job as the caller may read it (her own identity, never the
+    service's), or None and why."""
+    job_name = _owner_job(workload)
+    if job_name is None:
+        return None, ""
+    namespace = str(_meta(workload).get("namespace") or "")
+    try:
+        return await reader.get(JOB, namespace, job_name), ""
+    except ForbiddenError:
+        return None, f"you may not read Job {job_name}"
+    except NotFoundError:
+        return None, f"Job {job_name} is gone"
+
+
+def _holder(workload: JsonObject, job: JsonObject | None = None, unknown: str = "") -> Holder:
     reserved: dict[tuple[str, str], Fraction] = {}
     admission = (workload.get("status") or {}).get("admission") or {}
     for assignment in admission.get("podSetAssignments") or []:
@@ -109,12 +138,15 @@ def _holder(workload: JsonObject) -> Holder:
     )
     limit = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
     past = (workload.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0
+    started, active_deadline = job_deadline(job)
     at, basis = holder_deadline(
         admitted_at,
         limit if isinstance(limit, int) else None,
         past if isinstance(past, int) else 0,
+        job_started_at=started,
+        active_deadline_seconds=active_deadline,
     )
-    return Holder(reserved, at, f"one of yours: {basis}" if basis else "")
+    return Holder(reserved, at, f"one of yours: {basis}" if basis else "", "" if at else unknown)
 
 
 async def _start(
@@ -158,7 +190,8 @@ async def _start(
         ]
     except ForbiddenError:
         own = []
-    holders = [_holder(w) for w in own]
+    jobs = await asyncio.gather(*(_job_of(reader, w) for w in own))
+    holders = [_holder(w, job, why) for w, (job, why) in zip(own, jobs, strict=True)]
     others = (reserving if isinstance(reserving, int) else 0) - len(holders)
     return start_estimate(
         groups,

@@ -46,6 +46,7 @@ from kueue_graphql.kube.resources import (
     canonical_kind,
 )
 from kueue_graphql.lookups.apiserver import JOB_UID_LABEL, ApiServerReader
+from kueue_graphql.lookups.disclosure import ServiceQuotaReads
 from kueue_graphql.lookups.paging import Page, PageRequest
 from kueue_graphql.lookups.selection import (
     admitted_cluster_queue,
@@ -460,3 +461,39 @@ class _CacheChange:
         self._undo = []
         if self._other is not None:
             await self._other.close()
+
+
+class CachedQuotaReads:
+    """The disclosure policy's QuotaSource in the `cache` read mode: ClusterQueues, Cohorts,
+    ResourceFlavors and WorkloadPriorityClasses from the cache's watch-fed stores (read under
+    the service's identity already, so no further API call); what the cache does not hold (the
+    visibility API's ClusterQueue pending list, PriorityClasses, a kind whose store is not
+    served) through `fallback`, the per-request service reads."""
+
+    def __init__(self, cache: KueueCache, fallback: ServiceQuotaReads) -> None:
+        self._cache = cache
+        self._fallback = fallback
+
+    def _store(self, resource: Resource) -> ObjectStore | None:
+        if resource not in self._fallback.KINDS:
+            raise ValueError(f"the disclosure policy does not read {resource}")
+        return self._cache.store_for(resource)
+
+    async def cluster_queue(self, name: str) -> JsonObject:
+        check_name(name)
+        store = self._store(CLUSTER_QUEUE)
+        if store is None:
+            return await self._fallback.cluster_queue(name)
+        obj = store.get(None, name)
+        if obj is None:
+            raise NotFoundError(CLUSTER_QUEUE.kind, name)
+        return obj
+
+    async def list_objects(self, resource: Resource) -> list[JsonObject]:
+        store = self._store(resource)
+        if store is None:
+            return await self._fallback.list_objects(resource)
+        return store.items(ALL)
+
+    async def cluster_queue_pending(self, name: str, limit: int) -> list[JsonObject]:
+        return await self._fallback.cluster_queue_pending(name, limit)

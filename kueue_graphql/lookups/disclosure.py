@@ -36,7 +36,14 @@ from kueue_graphql.kube.client import (
     KubeClient,
     raise_for_read,
 )
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, Resource
+from kueue_graphql.kube.resources import (
+    CLUSTER_QUEUE,
+    COHORT,
+    PRIORITY_CLASS,
+    RESOURCE_FLAVOR,
+    WORKLOAD_PRIORITY_CLASS,
+    Resource,
+)
 from kueue_graphql.lookups.reader import KueueReader
 
 __all__ = [
@@ -82,12 +89,13 @@ class QuotaSource(Protocol):
 class ServiceQuotaReads:
     """QuotaSource over per-request reads under the service's own identity (no impersonation).
 
-    Only ClusterQueues, Cohorts and ResourceFlavors, and the visibility API's pending list of a
-    ClusterQueue (for `aheadOfMe`'s counts): never a Workload, so no other tenant's object is
-    read. Each object or list is read at most once per request.
+    Only ClusterQueues, Cohorts and ResourceFlavors, WorkloadPriorityClasses and PriorityClasses
+    (a `whatIf` priorityClass' value), and the visibility API's pending list of a ClusterQueue
+    (for `aheadOfMe`'s counts): never a Workload, so no other tenant's object is read. Each
+    object or list is read at most once per request.
     """
 
-    KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR)
+    KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS, PRIORITY_CLASS)
 
     def __init__(self, client: KubeClient, meter: ApiCallMeter) -> None:
         self._client = client

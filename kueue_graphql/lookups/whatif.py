@@ -7,28 +7,159 @@ are the caller's own and fail with FORBIDDEN / NOT_FOUND like any read. Nothing 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundError
-from kueue_graphql.diagnosis.whatif import ProposedPodSet, WhatIfInput, pod_sets_from_job
+from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
+from kueue_graphql.diagnosis.whatif import (
+    PreemptionCandidate,
+    ProposedPodSet,
+    WhatIfInput,
+    pod_sets_from_job,
+)
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import JOB, LOCAL_QUEUE, NAMESPACE
+from kueue_graphql.kube.resources import (
+    JOB,
+    LOCAL_QUEUE,
+    NAMESPACE,
+    PRIORITY_CLASS,
+    WORKLOAD_PRIORITY_CLASS,
+    Resource,
+)
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaView, quota_view
 from kueue_graphql.lookups.reader import KueueReader
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
-__all__ = ["WhatIfLoad", "job_pod_sets", "load_what_if"]
+__all__ = ["PriorityClassRef", "WhatIfLoad", "job_pod_sets", "load_what_if"]
+
+
+@dataclass(frozen=True)
+class PriorityClassRef:
+    """A priority class by name. `workload_only`: from Kueue's priority-class label (a
+    WorkloadPriorityClass only); else a WorkloadPriorityClass, or failing that a PriorityClass
+    (a Pod's priorityClassName)."""
+
+    name: str
+    workload_only: bool = False
+    pod_only: bool = False
 
 
 async def job_pod_sets(
     reader: KueueReader, namespace: str, name: str
-) -> tuple[list[ProposedPodSet], str | None]:
-    """The pod sets Kueue would make for an existing Job, and the LocalQueue it names."""
+) -> tuple[list[ProposedPodSet], str | None, PriorityClassRef | None]:
+    """The pod sets Kueue would make for an existing Job, the LocalQueue it names, and its
+    priority class (Kueue: the priority-class label, else the Pods' priorityClassName)."""
     job = await reader.get(JOB, namespace, name)
     labels = (job.get("metadata") or {}).get("labels") or {}
     queue = labels.get(QUEUE_NAME_LABEL)
-    return pod_sets_from_job(job), str(queue) if queue else None
+    ref: PriorityClassRef | None = None
+    if labels.get(PRIORITY_CLASS_LABEL):
+        ref = PriorityClassRef(str(labels[PRIORITY_CLASS_LABEL]), workload_only=True)
+    else:
+        pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if pod.get("priorityClassName"):
+            ref = PriorityClassRef(str(pod["priorityClassName"]), pod_only=True)
+    return pod_sets_from_job(job), str(queue) if queue else None, ref
+
+
+async def _class_value(
+    reader: KueueReader, policy: DisclosurePolicy, resource: Resource, name: str
+) -> int | None:
+    """The class' value: read as the caller; where RBAC refuses and the disclosure policy is
+    on, as the service (priority classes are cluster configuration, no tenant's data).
+    None when it does not exist."""
+    try:
+        obj = await reader.get(resource, None, name)
+    except NotFoundError:
+        return None
+    except ForbiddenError:
+        if not policy.enabled or policy.source is None:
+            raise
+        listed = await policy.source.list_objects(resource)
+        found = [o for o in listed if (o.get("metadata") or {}).get("name") == name]
+        if not found:
+            return None
+        obj = found[0]
+    value = obj.get("value")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+async def resolve_priority(
+    reader: KueueReader, policy: DisclosurePolicy, ref: PriorityClassRef
+) -> int:
+    """Kueue's priority for a Workload of this class; NOT_FOUND when there is no such class."""
+    if not ref.pod_only:
+        value = await _class_value(reader, policy, WORKLOAD_PRIORITY_CLASS, ref.name)
+        if value is not None:
+            return value
+    if not ref.workload_only:
+        value = await _class_value(reader, policy, PRIORITY_CLASS, ref.name)
+        if value is not None:
+            return value
+    kinds = (
+        "WorkloadPriorityClass"
+        if ref.workload_only
+        else "PriorityClass"
+        if ref.pod_only
+        else "WorkloadPriorityClass or PriorityClass"
+    )
+    raise NotFoundError(kinds, ref.name)
+
+
+def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate | None:
+    """An admitted (quota-reserved, not evicted) Workload of the ClusterQueue."""
+    status = workload.get("status") or {}
+    admission = status.get("admission") or {}
+    if admission.get("clusterQueue") != cluster_queue:
+        return None
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    reserved_cond = conditions.get("QuotaReserved") or {}
+    if reserved_cond.get("status") != "True":
+        return None
+    if (conditions.get("Evicted") or {}).get("status") == "True":
+        return None
+    reserved: dict[tuple[str, str], Fraction] = {}
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors = assignment.get("flavors") or {}
+        for res, qty in (assignment.get("resourceUsage") or {}).items():
+            if res not in flavors:
+                continue
+            try:
+                value = parse_quantity(str(qty))
+            except QuantityError:
+                continue
+            key = (str(flavors[res]), str(res))
+            reserved[key] = reserved.get(key, Fraction(0)) + value
+    priority = (workload.get("spec") or {}).get("priority")
+    return PreemptionCandidate(
+        priority=priority if isinstance(priority, int) else 0,
+        admitted_at=str(reserved_cond.get("lastTransitionTime") or ""),
+        reserved=reserved,
+    )
+
+
+async def _candidates(
+    reader: KueueReader, view: QuotaView, namespace: str
+) -> tuple[list[PreemptionCandidate], bool]:
+    """The ClusterQueue's admitted Workloads the caller may list in her namespace (as her),
+    and whether they are all the ClusterQueue's (its status.reservingWorkloads)."""
+    cq = view.cluster_queue
+    if not isinstance(cq, dict):
+        return [], False
+    policy = (cq.get("spec") or {}).get("preemption") or {}
+    if policy.get("withinClusterQueue") not in ("LowerPriority", "LowerOrNewerEqualPriority"):
+        return [], False
+    try:
+        page = await reader.workloads(namespace)
+    except ForbiddenError:
+        return [], False
+    found = [c for w in page.items if (c := _candidate(w, view.cluster_queue_name)) is not None]
+    reserving = (cq.get("status") or {}).get("reservingWorkloads")
+    return found, isinstance(reserving, int) and reserving <= len(found)
 
 
 class WhatIfLoad:
@@ -60,6 +191,7 @@ async def load_what_if(
     namespace: str,
     local_queue: str | None,
     pod_sets: Sequence[ProposedPodSet],
+    priority_class: PriorityClassRef | None = None,
 ) -> WhatIfLoad:
     if not local_queue:
         raise BadRequestError("whatIf needs a localQueue (or a fromJob whose Job names one)")
@@ -67,8 +199,10 @@ async def load_what_if(
     cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
     if not cq_name:
         raise BadRequestError(f"LocalQueue {local_queue} names no ClusterQueue")
+    priority = await resolve_priority(reader, policy, priority_class) if priority_class else 0
     view = await quota_view(reader, policy, cq_name)
     labels = await _namespace_labels(reader, view, namespace)
+    candidates, complete = await _candidates(reader, view, namespace)
     return WhatIfLoad(
         WhatIfInput(
             namespace=namespace,
@@ -81,6 +215,10 @@ async def load_what_if(
             namespace_labels=labels,
             show_numbers=view.show_numbers,
             hidden_because=view.detail,
+            priority=priority,
+            priority_class=priority_class.name if priority_class else None,
+            candidates=candidates,
+            candidates_complete=complete,
         ),
         view,
     )

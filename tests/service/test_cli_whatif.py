@@ -145,3 +145,33 @@ async def test_bad_usage_exits_2_before_any_call(args: list[str], message: str) 
                              "--server", "http://127.0.0.1:9")  # fmt: skip
     assert code == 2
     assert message in err
+
+
+async def test_fits_priority_class(disclosing: Server, cluster: Cluster) -> None:
+    """cq-preemption (withinClusterQueue: LowerPriority) is full with the scenario's
+    high-priority Job: another of the same priority waits and preempts nothing (Kueue left the
+    low-priority victim pending, not the other way round); an unknown class is NOT_FOUND."""
+    code, out, err = await cli(
+        "fits", "lq-preemption", "-n", "team-a", "--cpu", "1", "--priority-class",
+        "high-priority", *remote(disclosing, cluster),
+    )  # fmt: skip
+    assert code == 3, (out, err)
+    assert "priority 1000 (class high-priority)" in out
+    assert "preempting" not in out
+    code, out, _ = await cli(
+        "fits", "lq-preemption", "-n", "team-a", "--cpu", "1", "--priority-class",
+        "high-priority", "--json", *remote(disclosing, cluster),
+    )  # fmt: skip
+    answer = json.loads(out)["data"]["whatIf"]
+    assert (answer["priority"], answer["priorityClass"], answer["preempts"]) == (
+        1000,
+        "high-priority",
+        0,
+    )
+    code, out, err = await cli(
+        "fits", "lq-preemption", "-n", "team-a", "--cpu", "1", "--priority-class", "no-such",
+        *remote(disclosing, cluster),
+    )  # fmt: skip
+    assert code == 1, (out, err)
+    assert "no-such" in err
+    assert "not found" in err

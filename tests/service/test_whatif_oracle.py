@@ -146,6 +146,12 @@ OWN_CLUSTER_QUEUES = [
         [(["cpu", "memory"], [("standard", _n("2")), ("gpu-a100", _n("4"))])],
         preemption={"withinClusterQueue": "LowerPriority"},
     ),
+    # One flavor, preemption of lower priority within the queue (the priority-class cases).
+    _cq(
+        "oracle-preempt-within",
+        [(["cpu", "memory"], [("standard", _n("2"))])],
+        preemption={"withinClusterQueue": "LowerPriority"},
+    ),
 ]  # fmt: skip
 OWN_NAMES = {cq["metadata"]["name"] for cq in OWN_CLUSTER_QUEUES}
 
@@ -200,6 +206,8 @@ class Probe:
     expect: str | None = None
     """For the named cases: the verdict the case exists to show (checked besides the oracle)."""
     more_pod_sets: tuple[tuple[str, int, dict[str, str]], ...] = ()
+    priority_class: str | None = None
+    """A WorkloadPriorityClass: whatIf's podSets priorityClass, the Job's priority-class label."""
 
     def _pod_sets(self) -> list[tuple[str, int, dict[str, str]]]:
         return [("main", self.count, self.requests), *self.more_pod_sets]
@@ -212,6 +220,7 @@ class Probe:
                 "requests": [{"resource": r, "quantity": q} for r, q in requests.items()],
                 "nodeSelector": [{"key": k, "value": v} for k, v in self.node_selector.items()],
                 "tolerations": [dict(t) for t in self.tolerations],
+                **({"priorityClass": self.priority_class} if self.priority_class else {}),
             }
             for name, count, requests in self._pod_sets()
         ]
@@ -255,7 +264,15 @@ class Probe:
             "metadata": {
                 "name": name,
                 "namespace": NS,
-                "labels": {**TEST_LABELS, "kueue.x-k8s.io/queue-name": self.local_queue},
+                "labels": {
+                    **TEST_LABELS,
+                    "kueue.x-k8s.io/queue-name": self.local_queue,
+                    **(
+                        {"kueue.x-k8s.io/priority-class": self.priority_class}
+                        if self.priority_class
+                        else {}
+                    ),
+                },
             },
             "spec": {
                 "parallelism": self.count,
@@ -721,3 +738,111 @@ async def test_what_if_agrees_with_kueue(
     assert probed == set(scenario_names)
     verdicts = {o.kueue[0] for o in outcomes}
     assert {"FITS_NOW", "NEVER_FITS", "MUST_WAIT", "QUEUE_INACTIVE"} <= verdicts
+
+
+# -- priorityClass: Kueue's preemption within the ClusterQueue ---------------------------------
+
+# The scenarios' WorkloadPriorityClasses (tests/cluster/manifests/30-kueue-queues.yaml).
+LOW, HIGH = "low-priority", "high-priority"
+
+
+def _events_pending(cluster: Cluster, workload: str) -> list[str]:
+    listed = cluster.get_json(
+        "events", "-n", NS, "--field-selector", f"involvedObject.name={workload},reason=Pending"
+    )
+    return [str(e.get("message") or "") for e in listed["items"]]
+
+
+async def _preempted(cluster: Cluster, job: str) -> bool:
+    """Kueue evicted the Job's Workload to make room (Evicted, reason Preempted)."""
+    deadline = time.monotonic() + DECISION_SECONDS
+    while time.monotonic() < deadline:
+        wl = _workload_of(cluster, job)
+        evicted = _condition(wl, "Evicted") if wl else None
+        if evicted is not None and evicted.get("status") == "True":
+            return evicted.get("reason") == "Preempted"
+        await asyncio.sleep(0.5)
+    return False
+
+
+async def _pending_message(cluster: Cluster, job: str) -> str:
+    """The QuotaReserved=False message Kueue wrote for the Job's Workload: from its `Pending`
+    Event (the condition may already be gone once the preempted Workload is evicted)."""
+    deadline = time.monotonic() + DECISION_SECONDS
+    while time.monotonic() < deadline:
+        wl = _workload_of(cluster, job)
+        if wl is not None:
+            messages = _events_pending(cluster, wl["metadata"]["name"])
+            if messages:
+                return messages[0]
+        await asyncio.sleep(0.5)
+    pytest.fail(f"Kueue wrote no Pending event for Job {job}")
+
+
+PRIORITY_CASES = [
+    # (case, LocalQueue, probe priority class, Kueue preempts the blocker)
+    ("high priority preempts within the ClusterQueue", lq_for("oracle-preempt-within"), HIGH,
+     True),
+    ("same priority: no preemption", lq_for("oracle-preempt-within"), LOW, False),
+    ("high priority, no preemption policy", lq_for("oracle-wait-2cpu"), HIGH, False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "queue", "priority_class", "preempts"), PRIORITY_CASES)
+async def test_priority_class_agrees_with_kueue(
+    disclosing_server: Server,
+    cluster: Cluster,
+    oracle_setting: list[dict[str, Any]],
+    case: str,
+    queue: str,
+    priority_class: str,
+    preempts: bool,
+) -> None:
+    """A low-priority Job holds the whole ClusterQueue; whatIf for a Job of `priority_class`
+    (as alice), then the Job: Kueue preempts the blocker exactly when whatIf says it would,
+    and writes the message whatIf predicts (". Pending the preemption of 1 workload(s)")."""
+    baseline = _reservations(cluster)
+    cqs = {cq["metadata"]["name"]: cq for cq in oracle_setting}
+    cq = cqs[cluster.get_json("localqueue", queue, "-n", NS)["spec"]["clusterQueue"]]
+    blocker = Probe("blocker", queue, 2, CPU, priority_class=LOW)
+    probe = Probe(case, queue, 1, CPU, priority_class=priority_class)
+    try:
+        await _submit_admitted(cluster, blocker, "prio-blocker", cq)
+        await _wait_status_caught_up(cluster, 1)
+        answer = await _ask(disclosing_server, cluster, probe)
+        assert answer["priorityClass"] == priority_class
+        assert answer["priority"] == (1000 if priority_class == HIGH else 10)
+        _apply(cluster, [probe.manifest("prio-probe")])
+        message = await _pending_message(cluster, "prio-probe")
+        kueue_preempted = await _preempted(cluster, "prio-blocker") if preempts else False
+    finally:
+        _remove_jobs(cluster)
+        await _settle(cluster, baseline)
+    assert answer["verdict"] == "MUST_WAIT", answer
+    assert answer["kueueMessage"] == message, (answer, message)
+    assert kueue_preempted is preempts
+    assert answer["preempts"] == (1 if preempts else 0), answer
+    assert ("Pending the preemption of 1 workload(s)" in message) is preempts
+
+
+async def test_unknown_priority_class_is_not_found(
+    disclosing_server: Server, cluster: Cluster, oracle_setting: list[dict[str, Any]]
+) -> None:
+    probe = Probe("no such class", lq_for("oracle-wait-2cpu"), 1, CPU, priority_class="no-such")
+    body = await disclosing_server.query(
+        WHAT_IF_QUERY,
+        {"namespace": NS, "localQueue": probe.local_queue, "podSets": probe.pod_set_inputs()},
+        token=cluster.token("alice"),
+    )
+    assert body["data"]["whatIf"] is None
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "NOT_FOUND", error
+    assert "no-such" in error["message"]
+    two = [*probe.pod_set_inputs(), {**probe.pod_set_inputs()[0], "name": "b",
+                                     "priorityClass": "high-priority"}]  # fmt: skip
+    body = await disclosing_server.query(
+        WHAT_IF_QUERY,
+        {"namespace": NS, "localQueue": probe.local_queue, "podSets": two},
+        token=cluster.token("alice"),
+    )
+    assert body["errors"][0]["extensions"]["code"] == "BAD_REQUEST", body
