@@ -49,7 +49,7 @@ demo: install ## control plane + scenarios + the server + GraphiQL, with a ready
 graphiql-assets: install ## fetch GraphiQL's JS/CSS with npm pack into .cache/graphiql-assets (for --graphiql-assets)
 	$(RUN) python scripts/fetch_graphiql_assets.py .cache/graphiql-assets
 
-bench: install ## latency, API calls, throughput, RSS of the real server (control plane must be up)
+bench: install ## admission path in both read modes vs an ideal raw client: latency, API calls, throughput, CPU, RSS (control plane up)
 	$(RUN) python benchmarks/admission_path.py $(BENCH_ARGS)
 
 bench-scale: install ## list queries at 1k and 10k pending Workloads: latency, bytes read, CPU, RSS (control plane up)

@@ -1,11 +1,12 @@
 """The server the benchmark measures: the app `kueue-graphql serve` runs, on a loopback port.
 
-    python benchmarks/server.py <kubeconfig> <port> [cache-ttl-seconds]
+    python benchmarks/server.py <kubeconfig> <port> [cache-ttl-seconds|default] [read-mode]
 
-Without a TTL the settings are the defaults of `kueue-graphql serve`. With one, both
-per-identity caches (TokenReview answers and access decisions) use it; 0 turns them off, so
-every request pays its TokenReview and SubjectAccessReviews ("cold"). The CLI has no flag for
-the TokenReview cache, hence this small launcher.
+Without a TTL (or with `default`) the settings are the defaults of `kueue-graphql serve`. With
+one, both per-identity caches (TokenReview answers and access decisions) use it; 0 turns them
+off, so every request pays its TokenReview and SubjectAccessReviews ("cold"). The read mode is
+`impersonate` (the default) or `cache` (`serve --read-mode`). The CLI has no flag for the
+TokenReview cache, hence this small launcher.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 
 import uvicorn
 
-from kueue_graphql.http import ServerSettings, build_app
+from kueue_graphql.http import ReadMode, ServerSettings, build_app
 
 
 def dump_tasks(*_: object) -> None:
@@ -37,11 +38,15 @@ def dump_tasks(*_: object) -> None:
 
 def main(argv: list[str]) -> None:
     kubeconfig, port = argv[0], int(argv[1])
-    settings = ServerSettings(kubeconfig=kubeconfig)
-    if len(argv) > 2:
+    read_mode = ReadMode(argv[3]) if len(argv) > 3 else ReadMode.IMPERSONATE
+    settings = ServerSettings(kubeconfig=kubeconfig, read_mode=read_mode)
+    if len(argv) > 2 and argv[2] != "default":
         ttl = float(argv[2])
         settings = ServerSettings(
-            kubeconfig=kubeconfig, authz_cache_ttl_seconds=ttl, token_cache_ttl_seconds=ttl
+            kubeconfig=kubeconfig,
+            authz_cache_ttl_seconds=ttl,
+            token_cache_ttl_seconds=ttl,
+            read_mode=read_mode,
         )
     signal.signal(signal.SIGUSR1, dump_tasks)
     uvicorn.run(build_app(settings), host="127.0.0.1", port=port, log_level="warning")
