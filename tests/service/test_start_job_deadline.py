@@ -96,6 +96,14 @@ TARGET = {
 }  # fmt: skip
 
 
+def _reserved_cpu(cluster_queue: dict[str, Any]) -> bool:
+    return any(
+        r.get("name") == "cpu" and r.get("total") not in (None, "0")
+        for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []
+        for r in flavor.get("resources") or []
+    )
+
+
 def _apply(cluster: Cluster, objects: list[Any]) -> None:
     proc = subprocess.run(
         [str(cluster.kubectl_bin), "--kubeconfig", str(cluster.admin_kubeconfig), "apply", "-f",
@@ -142,6 +150,12 @@ def held(cluster: Cluster) -> Iterator[datetime]:
             if listed.returncode == 0 and json.loads(listed.stdout).get("items"):
                 break
             assert time.monotonic() < deadline, "Kueue did not list the target as pending"
+            time.sleep(0.5)
+        # The ClusterQueue's status shows the holder's reservation a moment after Kueue admits
+        # it (its status is written apart from the Workload's); the estimate reads it from there.
+        deadline = time.monotonic() + 60
+        while not _reserved_cpu(cluster.get_json("clusterqueue", CQ)):
+            assert time.monotonic() < deadline, f"{CQ}'s status never showed the holder's quota"
             time.sleep(0.5)
         yield datetime.fromisoformat(started.replace("Z", "+00:00"))
     finally:
