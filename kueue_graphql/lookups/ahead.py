@@ -192,7 +192,18 @@ async def _start(
         own = []
     jobs = await asyncio.gather(*(_job_of(reader, w) for w in own))
     holders = [_holder(w, job, why) for w, (job, why) in zip(own, jobs, strict=True)]
-    others = (reserving if isinstance(reserving, int) else 0) - len(holders)
+    counted = reserving if isinstance(reserving, int) else 0
+    if counted < len(holders):
+        # Kueue writes the ClusterQueue's status apart from the Workloads' admission: for a
+        # moment after an admission its usage leaves out Workloads that hold quota, and the
+        # headroom above would be too large.
+        return StartEstimate(
+            None,
+            f"no estimate yet: ClusterQueue {cq_name}'s status counts {counted} Workload(s) "
+            f"holding quota while {len(holders)} of yours are admitted in it (Kueue updates it "
+            "shortly); ask again",
+        )
+    others = counted - len(holders)
     return start_estimate(
         groups,
         missing,
