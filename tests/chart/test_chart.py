@@ -117,6 +117,8 @@ def test_quota_disclosure_grants_its_reads_and_passes_the_flag(helm: Path) -> No
         (resources.KUEUE_GROUP, "clusterqueues"),
         (resources.KUEUE_GROUP, "cohorts"),
         (resources.KUEUE_GROUP, "resourceflavors"),
+        (resources.KUEUE_GROUP, "workloadpriorityclasses"),
+        ("scheduling.k8s.io", "priorityclasses"),
         ("visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads"),
     }
 

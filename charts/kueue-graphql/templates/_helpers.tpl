@@ -60,4 +60,7 @@ tests/chart checks that this list and the service's agree.
 # Kueue's manager Deployment, read for Diagnosis.kueueVersion (the caller's own access decides).
 - apiGroups: [apps]
   resources: [deployments]
+# PriorityClasses, read for whatIf's priorityClass when no WorkloadPriorityClass has the name.
+- apiGroups: [scheduling.k8s.io]
+  resources: [priorityclasses]
 {{- end -}}
