@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any, TypeVar, cast
 
 import strawberry
+from strawberry.types.nodes import SelectedField, Selection
 
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.quantity import Quantity, decimal_text, format_quantity, parse_quantity
@@ -198,6 +199,18 @@ def field(*, description: str | None = None, name: str | None = None) -> Callabl
         return cast(F, strawberry.field(resolver, description=description, name=name))
 
     return decorate
+
+
+def selected(selections: Sequence[Selection], name: str) -> list[SelectedField]:
+    """The fields named `name` among `selections`, inside fragments too."""
+    found: list[SelectedField] = []
+    for selection in selections:
+        if isinstance(selection, SelectedField):
+            if selection.name == name:
+                found.append(selection)
+        else:  # a fragment spread or an inline fragment
+            found += selected(selection.selections, name)
+    return found
 
 
 def as_json(value: object) -> JSON:

@@ -19,14 +19,13 @@ from kueue_graphql.graph.common import (
     status,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
-from kueue_graphql.kube.resources import JOB, POD
+from kueue_graphql.kube.resources import JOB
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.pod import Pod
     from kueue_graphql.graph.workload import Workload
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 
 
 @strawberry.type(description="batch/v1 Job.")
@@ -79,10 +78,7 @@ class Job(KubeObject):
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
         from kueue_graphql.graph.pod import Pod
 
-        uid = metadata(await self.obj(info)).get("uid")
-        items = await reads(info).list_objects(
-            POD, self.ref_namespace, label_selector=f"{CONTROLLER_UID_LABEL}={uid}"
-        )
+        items = await reads(info).job_pods(await self.obj(info))
         return sorted((Pod.from_json(p) for p in items), key=lambda p: p.ref_name)
 
     @field(description="The Workload Kueue created for this Job.")

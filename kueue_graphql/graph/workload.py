@@ -23,13 +23,14 @@ from kueue_graphql.graph.common import (
     quantities,
     reads,
     resource_list,
+    selected,
     spec,
     status,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import WORKLOAD
-from kueue_graphql.lookups import diagnosis_input_for_workload
+from kueue_graphql.lookups import OwnerReads, diagnosis_input_for_workload
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -335,6 +336,15 @@ class Workload(KubeObject):
         return None
 
 
+def _next_reads(info: Info) -> OwnerReads:
+    """What the query reads below `workloadFor`, that a read mode may start early."""
+    below = [s for f in info.selected_fields for s in f.selections]
+    return OwnerReads(
+        events=bool(selected(below, "events")),
+        job_pods=any(selected(job.selections, "pods") for job in selected(below, "job")),
+    )
+
+
 @strawberry.type
 class WorkloadQuery:
     @strawberry.field
@@ -348,7 +358,9 @@ class WorkloadQuery:
     async def workload_for(
         self, info: Info, namespace: str, kind: str, name: str
     ) -> Workload | None:
-        return Workload.from_json(await reads(info).workload_for_owner(namespace, kind, name))
+        return Workload.from_json(
+            await reads(info).workload_for_owner(namespace, kind, name, _next_reads(info))
+        )
 
     @field(description="Workloads, optionally of one namespace / LocalQueue / status.")
     async def workloads(

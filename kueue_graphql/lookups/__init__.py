@@ -14,13 +14,15 @@ from kueue_graphql.lookups.diagnosis import (
     observe,
 )
 from kueue_graphql.lookups.paging import Page, PageRequest, order_key
-from kueue_graphql.lookups.reader import KueueReader
+from kueue_graphql.lookups.reader import NO_OWNER_READS, KueueReader, OwnerReads
 from kueue_graphql.lookups.selection import flavor_names, workload_matches
 
 __all__ = [
+    "NO_OWNER_READS",
     "Access",
     "ApiServerReader",
     "KueueReader",
+    "OwnerReads",
     "Page",
     "PageRequest",
     "diagnosis_input_for_owner",

@@ -19,21 +19,22 @@ from kueue_graphql.kube.resources import (
     COHORT,
     LOCAL_QUEUE,
     OWNER_KINDS,
+    POD,
     WORKLOAD,
     Resource,
     canonical_kind,
 )
 from kueue_graphql.lookups.paging import Page, PageCollector, PageRequest, page_of
+from kueue_graphql.lookups.reader import NO_OWNER_READS, OwnerReads
 from kueue_graphql.lookups.selection import (
+    CONTROLLER_UID_LABEL,
+    JOB_UID_LABEL,
     admitted_cluster_queue,
     flavor_names,
     newest,
     owned_by,
     workload_matches,
 )
-
-# Kueue labels a Job's Workload with the Job's uid (kueue.x-k8s.io/job-uid).
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
 
 def _meta(obj: JsonObject) -> JsonObject:
@@ -109,7 +110,15 @@ class ApiServerReader(RequestReads):
                     return collector.page(complete=False)
         return collector.page(complete=True)
 
-    async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
+    async def job_pods(self, job: JsonObject) -> list[JsonObject]:
+        meta = _meta(job)
+        selector = f"{CONTROLLER_UID_LABEL}={meta.get('uid')}"
+        return await self.list_objects(POD, meta.get("namespace"), label_selector=selector)
+
+    async def workload_for_owner(
+        self, namespace: str, kind: str, name: str, next_reads: OwnerReads = NO_OWNER_READS
+    ) -> JsonObject:
+        # The Workload is found by the owner's uid: nothing can start before the owner's read.
         kind = canonical_kind(kind)
         owner_resource = OWNER_KINDS.get(kind)
         owner_uid: str | None = None

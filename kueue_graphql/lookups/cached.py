@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError, UnavailableError
+from kueue_graphql.core.errors import (
+    ForbiddenError,
+    NotFoundError,
+    ServiceError,
+    UnavailableError,
+)
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.core.names import check_name, check_namespace
 from kueue_graphql.kube.authz import Access
@@ -36,8 +41,10 @@ from kueue_graphql.kube.resources import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
+    JOB,
     LOCAL_QUEUE,
     OWNER_KINDS,
+    POD,
     RESOURCE_FLAVOR,
     TOPOLOGY,
     WORKLOAD,
@@ -45,10 +52,15 @@ from kueue_graphql.kube.resources import (
     Resource,
     canonical_kind,
 )
-from kueue_graphql.lookups.apiserver import JOB_UID_LABEL, ApiServerReader
+from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
 from kueue_graphql.lookups.paging import Page, PageRequest
+from kueue_graphql.lookups.reader import NO_OWNER_READS, OwnerReads
 from kueue_graphql.lookups.selection import (
+    CONTROLLER_UID_LABEL,
+    JOB_NAME_LABEL,
+    JOB_UID_LABEL,
+    MAX_LABEL_VALUE,
     admitted_cluster_queue,
     field_selector,
     label_selector,
@@ -128,6 +140,9 @@ class CacheReader:
         self.cache = cache
         self.meter: ApiCallMeter = direct.meter
         self._used: dict[Resource, ObjectStore] = {}
+        # Reads started ahead of the field that awaits them (see _start_owner_reads); held so
+        # they are not collected while they run.
+        self._ahead: set[asyncio.Future[Any]] = set()
 
     # -- identity and access (shared with the impersonated reads: one decision cache) ----------
 
@@ -250,14 +265,84 @@ class CacheReader:
     async def events_for(self, obj: JsonObject) -> list[JsonObject]:
         return await self.direct.events_for(obj)
 
+    async def job_pods(self, job: JsonObject) -> list[JsonObject]:
+        # Listed by the Job's name, which is known before the Job is read (so the list can
+        # start beside the Job's read, _start_owner_reads), then kept by the Job's uid: a Pod
+        # of an older Job of the same name is not this Job's. The Job controller puts both
+        # labels on every Pod it creates.
+        meta = _meta(job)
+        name, uid = str(meta.get("name") or ""), meta.get("uid")
+        if not uid or len(name) > MAX_LABEL_VALUE:
+            return await self.direct.job_pods(job)
+        pods = await self._job_name_pods(meta.get("namespace"), name)
+        return [p for p in pods if (_meta(p).get("labels") or {}).get(CONTROLLER_UID_LABEL) == uid]
+
+    async def _job_name_pods(self, namespace: str | None, name: str) -> list[JsonObject]:
+        selector = f"{JOB_NAME_LABEL}={name}"
+        return await self.direct.list_objects(POD, namespace, label_selector=selector)
+
+    def _ahead_of_time(self, read: Awaitable[Any]) -> None:
+        future = asyncio.ensure_future(read)
+        self._ahead.add(future)
+        future.add_done_callback(self._done_ahead)
+
+    def _done_ahead(self, future: asyncio.Future[Any]) -> None:
+        self._ahead.discard(future)
+        # Its outcome, an error too, is what the field that needs it gets from the loader.
+        if not future.cancelled():
+            future.exception()
+
+    async def _start_owner_reads(
+        self, store: ObjectStore, namespace: str, kind: str, name: str, next_reads: OwnerReads
+    ) -> None:
+        """Start the impersonated reads the query makes after the Workload (its Events, the
+        Job's Pods) now, beside the owner's read, instead of after it: the cache finds the
+        Workload by the owner's kind and name without the owner's uid.
+
+        Started only when they will be read: the owner's Workload exists in the cache (else the
+        answer is NOT_FOUND), the caller may list Workloads here (else FORBIDDEN), and for the
+        Pods the caller may get the Job (else `job` answers FORBIDDEN before any Pod is
+        listed). The Events are those of the Workload found by name, which is the answer unless
+        an older owner of the same name left a newer Workload behind; then they are read again
+        for the right one. The same loaders serve the later reads, so nothing is read twice."""
+        try:
+            check_namespace(namespace)
+            check_name(name)
+        except ServiceError:
+            return  # refused below, as without this
+        candidates = [
+            w
+            for w in store.items(("owner-name", namespace, kind.lower(), name))
+            if owned_by(w, None, kind, name)
+        ]
+        if not candidates:
+            return
+        owner = OWNER_KINDS[kind]
+        allowed = await asyncio.gather(
+            self.may(Access("list", WORKLOAD, namespace)),
+            self.may(Access("get", owner, namespace, name)),
+            return_exceptions=True,
+        )
+        may_list_workloads, may_get_owner = (a is True for a in allowed)
+        if not may_list_workloads:
+            return
+        if next_reads.events:
+            self._ahead_of_time(self.direct.events_for(newest(candidates)))
+        if next_reads.job_pods and owner is JOB and may_get_owner and len(name) <= MAX_LABEL_VALUE:
+            self._ahead_of_time(self._job_name_pods(namespace, name))
+
     # -- lookups from the indexes --------------------------------------------------------------
 
-    async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
+    async def workload_for_owner(
+        self, namespace: str, kind: str, name: str, next_reads: OwnerReads = NO_OWNER_READS
+    ) -> JsonObject:
         store = self._store(WORKLOAD)
         if store is None:
             return await self.direct.workload_for_owner(namespace, kind, name)
         kind = canonical_kind(kind)
         owner_resource = OWNER_KINDS.get(kind)
+        if owner_resource is not None and next_reads != NO_OWNER_READS:
+            await self._start_owner_reads(store, namespace, kind, name, next_reads)
         owner_uid: str | None = None
         if owner_resource is not None:
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from kueue_graphql.core.identity import Identity
@@ -10,6 +11,24 @@ from kueue_graphql.kube.client import ApiCallMeter, JsonObject
 from kueue_graphql.kube.reads import PendingRead
 from kueue_graphql.kube.resources import Resource
 from kueue_graphql.lookups.paging import Page, PageRequest
+
+
+@dataclass(frozen=True)
+class OwnerReads:
+    """What a query reads next to an owner's Workload (`workloadFor { events job { pods } }`).
+
+    A read mode that finds the Workload without waiting for the owner (the cache, by the owner's
+    kind and name) may start these reads at once, beside the owner's own. A hint only: the
+    answers are the same with or without it, and nothing is read that the query does not ask
+    for."""
+
+    events: bool = False
+    """The Workload's Events."""
+    job_pods: bool = False
+    """The owning Job's Pods."""
+
+
+NO_OWNER_READS = OwnerReads()
 
 
 class KueueReader(Protocol):
@@ -70,10 +89,17 @@ class KueueReader(Protocol):
 
     async def events_for(self, obj: JsonObject) -> list[JsonObject]: ...
 
+    async def job_pods(self, job: JsonObject) -> list[JsonObject]:
+        """The Pods a Job created: those with its `batch.kubernetes.io/controller-uid`."""
+        ...
+
     # -- lookups: what the graph's edges and filtered lists need ----------------------------
 
-    async def workload_for_owner(self, namespace: str, kind: str, name: str) -> JsonObject:
-        """The newest Workload an owner (e.g. a Job) made; NotFoundError when none."""
+    async def workload_for_owner(
+        self, namespace: str, kind: str, name: str, next_reads: OwnerReads = NO_OWNER_READS
+    ) -> JsonObject:
+        """The newest Workload an owner (e.g. a Job) made; NotFoundError when none.
+        `next_reads`: what the query reads next (see OwnerReads)."""
         ...
 
     async def workloads(

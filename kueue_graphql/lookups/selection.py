@@ -8,6 +8,14 @@ from collections.abc import Callable
 from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.kube.client import JsonObject
 
+# Kueue labels a Job's Workload with the Job's uid.
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# The Job controller labels every Pod it creates with the Job's uid and with its name.
+CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+# A label value has at most 63 characters (a Job's name may have more).
+MAX_LABEL_VALUE = 63
+
 
 def _spec(obj: JsonObject) -> JsonObject:
     return obj.get("spec") or {}
