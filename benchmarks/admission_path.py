@@ -481,17 +481,21 @@ async def measure_server(
             if mode == "warm":
                 for case in cases():
                     cpu, api_cpu = cpu_seconds(process.pid), apiserver_cpu()
+                    own_cpu = time.process_time()
                     samples, elapsed = await client.concurrent(
                         case, args.requests, args.concurrency, args.max_seconds
                     )
                     cpu = cpu_seconds(process.pid) - cpu
                     api_cpu = apiserver_cpu() - api_cpu
+                    own_cpu = time.process_time() - own_cpu
                     throughput = len(samples.seconds) / elapsed
                     print(
                         row(case, f"x{args.concurrency} {throughput:3.0f}/s", samples)
                         + f"   server CPU {cpu / elapsed:.0%} of a core,"
                         f" {cpu / len(samples.seconds) * 1000:.1f} ms/request;"
-                        f" kube-apiserver {api_cpu / len(samples.seconds) * 1000:.1f} ms/request"
+                        f" kube-apiserver {api_cpu / len(samples.seconds) * 1000:.1f} ms/request;"
+                        f" this client {own_cpu / len(samples.seconds) * 1000:.1f} ms/request"
+                        f" ({own_cpu / elapsed:.0%} of a core)"
                     )
                     if case.label == "admission path":
                         summary = summaries.setdefault((read_mode, case.user), Summary())
@@ -500,17 +504,20 @@ async def measure_server(
                         summary.throughput_p95 = percentile(samples.seconds, 95)
                         summary.apiserver_cpu_ms = api_cpu / len(samples.seconds) * 1000
                         api_cpu = apiserver_cpu()
+                        own_cpu = time.process_time()
                         walks, elapsed = await ideal_throughput(
                             ideals[case.user], args.requests, args.concurrency, args.max_seconds
                         )
                         api_cpu = apiserver_cpu() - api_cpu
+                        own_cpu = time.process_time() - own_cpu
                         summary.ideal_throughput = walks / elapsed
                         summary.ideal_apiserver_cpu_ms = api_cpu / walks * 1000
                         print(
                             f"{'ideal raw':15} {case.user:7} "
                             f"x{args.concurrency} {summary.ideal_throughput:3.0f}/s {walks:5}"
                             f" walks   kube-apiserver {summary.ideal_apiserver_cpu_ms:.1f}"
-                            " ms/walk"
+                            f" ms/walk; the ideal client {own_cpu / walks * 1000:.1f} ms/walk"
+                            f" ({own_cpu / elapsed:.0%} of a core)"
                         )
         after = rss_kib(process.pid)
         print(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 import strawberry
-from strawberry.extensions import SchemaExtension
+from graphql import GraphQLObjectType, GraphQLSchema
 from strawberry.types.nodes import SelectedField
 
 from kueue_graphql.core.errors import BadRequestError
@@ -74,19 +74,36 @@ def check_page_arguments(
     return decode_cursor(after) if after is not None else None
 
 
-class PageArgumentsCheck(SchemaExtension):
-    """Checks `first` and `after` of every list field before its resolver reads anything, so
-    a bad page costs no API call (each list is read whole before it is paged)."""
+def check_page_arguments_first(schema: GraphQLSchema) -> None:
+    """Make every list field (one with a `first` argument) check `first` and `after` before its
+    resolver reads anything, so a bad page costs no API call (a list may be read whole before
+    it is paged).
 
-    def resolve(
-        self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any
-    ) -> Any:
+    The check wraps those fields' resolvers only, once, when the schema is built: a schema
+    extension's `resolve` hook would run for every field of every request instead."""
+    for named in schema.type_map.values():
+        if not isinstance(named, GraphQLObjectType) or named.name.startswith("__"):
+            continue
+        for graphql_field in named.fields.values():
+            resolve = graphql_field.resolve
+            if "first" in graphql_field.args and resolve is not None:
+                graphql_field.resolve = _checking_pages(resolve)
+
+
+def _checking_pages(resolve: Callable[..., Any]) -> Callable[..., Any]:
+    if getattr(resolve, "checks_pages", False):
+        return resolve
+
+    def checked(root: Any, info: Any, **kwargs: Any) -> Any:
         first = kwargs.get("first")
         if isinstance(first, int) and not isinstance(first, bool):
             limits = getattr(info.context, "limits", None)
             if limits is not None:
                 check_page_arguments(first, kwargs.get("after"), limits.max_page_size)
-        return _next(root, info, *args, **kwargs)
+        return resolve(root, info, **kwargs)
+
+    checked.checks_pages = True  # type: ignore[attr-defined]
+    return checked
 
 
 def _selects(selections: Sequence[Any], name: str) -> bool:

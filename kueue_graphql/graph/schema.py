@@ -48,7 +48,7 @@ from strawberry.types.graphql import OperationType
 from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
-from kueue_graphql.graph.pagination import PageArgumentsCheck
+from kueue_graphql.graph.pagination import check_page_arguments_first
 from kueue_graphql.graph.push import pushed
 from kueue_graphql.graph.query import Query
 from kueue_graphql.graph.query_cost import (
@@ -314,12 +314,12 @@ def build_schema(limits: QueryLimits | None = None, *, send_queue: int = 16) -> 
             functools.partial(QueryLimitsCheck, checks),
             ErrorCodes,
             ApiCallCount,
-            PageArgumentsCheck,
         ],
         config=StrawberryConfig(auto_camel_case=True),
     )
     schema.checks = checks
     schema.send_queue = send_queue
+    check_page_arguments_first(schema._schema)
     return schema
 
 
