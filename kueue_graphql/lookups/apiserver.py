@@ -11,7 +11,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.reads import RequestReads
 from kueue_graphql.kube.resources import (
@@ -30,9 +29,10 @@ from kueue_graphql.lookups.selection import (
     CONTROLLER_UID_LABEL,
     JOB_UID_LABEL,
     admitted_cluster_queue,
+    cluster_queue_name_of,
     flavor_names,
-    newest,
-    owned_by,
+    owner_uid,
+    owners_workload,
     workload_matches,
 )
 
@@ -120,22 +120,10 @@ class ApiServerReader(RequestReads):
     ) -> JsonObject:
         # The Workload is found by the owner's uid: nothing can start before the owner's read.
         kind = canonical_kind(kind)
-        owner_resource = OWNER_KINDS.get(kind)
-        owner_uid: str | None = None
-        if owner_resource is not None:
-            try:
-                owner_uid = _meta(await self.get(owner_resource, namespace, name)).get("uid")
-            except ForbiddenError:
-                # A caller may read Workloads without reading their owners: match by owner
-                # name instead of by the owner's uid label.
-                owner_uid = None
-        selector = f"{JOB_UID_LABEL}={owner_uid}" if owner_uid else None
+        uid = await owner_uid(self, OWNER_KINDS.get(kind), namespace, name)
+        selector = f"{JOB_UID_LABEL}={uid}" if uid else None
         candidates = await self.list_objects(WORKLOAD, namespace, label_selector=selector)
-        mine = [w for w in candidates if owned_by(w, owner_uid, kind, name)]
-        if not mine:
-            raise NotFoundError(f"Workload for {kind}", name, namespace)
-        # A re-created owner can leave older Workloads behind: the newest one is the live one.
-        return newest(mine)
+        return owners_workload(candidates, uid, kind, name, namespace)
 
     async def workloads(
         self,
@@ -187,20 +175,7 @@ class ApiServerReader(RequestReads):
         return result
 
     async def cluster_queue_name_of(self, workload: JsonObject) -> str | None:
-        # Admitted: `status.admission.clusterQueue`. Pending: its LocalQueue's
-        # `spec.clusterQueue`, which a namespace tenant may read even when the ClusterQueue
-        # itself is off limits.
-        admitted_in = admitted_cluster_queue(workload)
-        if admitted_in:
-            return admitted_in
-        queue_name = _spec(workload).get("queueName")
-        if not queue_name:
-            return None
-        local_queue = await self.find(LOCAL_QUEUE, _meta(workload).get("namespace"), queue_name)
-        if local_queue is None:
-            return None
-        name = _spec(local_queue).get("clusterQueue")
-        return str(name) if name else None
+        return await cluster_queue_name_of(self, workload)
 
     async def local_queues(
         self,

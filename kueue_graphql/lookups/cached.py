@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from kueue_graphql.core.errors import (
-    ForbiddenError,
     NotFoundError,
     ServiceError,
     UnavailableError,
@@ -61,11 +60,13 @@ from kueue_graphql.lookups.selection import (
     JOB_NAME_LABEL,
     JOB_UID_LABEL,
     MAX_LABEL_VALUE,
-    admitted_cluster_queue,
+    cluster_queue_name_of,
     field_selector,
     label_selector,
     newest,
     owned_by,
+    owner_uid,
+    owners_workload,
 )
 from kueue_graphql.lookups.store import ALL, ANY, ObjectStore, PostingKey, namespace_key
 
@@ -343,28 +344,19 @@ class CacheReader:
         owner_resource = OWNER_KINDS.get(kind)
         if owner_resource is not None and next_reads != NO_OWNER_READS:
             await self._start_owner_reads(store, namespace, kind, name, next_reads)
-        owner_uid: str | None = None
-        if owner_resource is not None:
-            try:
-                owner_uid = _meta(await self.get(owner_resource, namespace, name)).get("uid")
-            except ForbiddenError:
-                # Matched by the owner's name instead, as the impersonated reads do.
-                owner_uid = None
+        uid = await owner_uid(self, owner_resource, namespace, name)
         check_namespace(namespace)
         await self._require("list", WORKLOAD, namespace)
-        if owner_uid:
+        if uid:
             candidates = [
                 w
-                for w in store.items(("owner-uid", owner_uid))
+                for w in store.items(("owner-uid", uid))
                 if _meta(w).get("namespace") == namespace
-                and (_meta(w).get("labels") or {}).get(JOB_UID_LABEL) == owner_uid
+                and (_meta(w).get("labels") or {}).get(JOB_UID_LABEL) == uid
             ]
         else:
             candidates = store.items(("owner-name", namespace, kind.lower(), name))
-        mine = [w for w in candidates if owned_by(w, owner_uid, kind, name)]
-        if not mine:
-            raise NotFoundError(f"Workload for {kind}", name, namespace)
-        return newest(mine)
+        return owners_workload(candidates, uid, kind, name, namespace)
 
     async def workloads(
         self,
@@ -412,17 +404,7 @@ class CacheReader:
         return store.page(keys, page)
 
     async def cluster_queue_name_of(self, workload: JsonObject) -> str | None:
-        admitted_in = admitted_cluster_queue(workload)
-        if admitted_in:
-            return admitted_in
-        queue_name = _spec(workload).get("queueName")
-        if not queue_name:
-            return None
-        local_queue = await self.find(LOCAL_QUEUE, _meta(workload).get("namespace"), queue_name)
-        if local_queue is None:
-            return None
-        name = _spec(local_queue).get("clusterQueue")
-        return str(name) if name else None
+        return await cluster_queue_name_of(self, workload)
 
     async def local_queues(
         self,

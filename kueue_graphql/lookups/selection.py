@@ -1,12 +1,16 @@
-"""Which objects a filter keeps: pure predicates over Kueue JSON, shared by every read mode."""
+"""Which objects a filter keeps (pure predicates over Kueue JSON) and the small lookups built
+on them that every read mode shares (an owner's Workload, a Workload's ClusterQueue name)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from kueue_graphql.core.conditions import workload_status
+from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.resources import LOCAL_QUEUE, Resource
 
 # Kueue labels a Job's Workload with the Job's uid.
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -29,6 +33,61 @@ def workload_matches(obj: JsonObject, status: str | None, local_queue: str | Non
 
 def admitted_cluster_queue(workload: JsonObject) -> str | None:
     name = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
+    return str(name) if name else None
+
+
+class Finds(Protocol):
+    """What the lookups below need of a read mode: one object as the caller."""
+
+    def get(
+        self, resource: Resource, namespace: str | None, name: str
+    ) -> Awaitable[JsonObject]: ...
+
+    def find(
+        self, resource: Resource, namespace: str | None, name: str
+    ) -> Awaitable[JsonObject | None]: ...
+
+
+async def owner_uid(reader: Finds, owner: Resource | None, namespace: str, name: str) -> str | None:
+    """The owner's uid, to find its Workload by; None when the caller may not read the owner
+    (a caller may read Workloads without reading their owners: they are matched by the
+    owner's kind and name instead) or when it is not a kind the service reads."""
+    if owner is None:
+        return None
+    try:
+        uid = ((await reader.get(owner, namespace, name)).get("metadata") or {}).get("uid")
+    except ForbiddenError:
+        return None
+    return str(uid) if uid else None
+
+
+def owners_workload(
+    candidates: list[JsonObject], uid: str | None, kind: str, name: str, namespace: str
+) -> JsonObject:
+    """The owner's Workload among `candidates`; NotFoundError when there is none."""
+    mine = [w for w in candidates if owned_by(w, uid, kind, name)]
+    if not mine:
+        raise NotFoundError(f"Workload for {kind}", name, namespace)
+    # A re-created owner can leave older Workloads behind: the newest one is the live one.
+    return newest(mine)
+
+
+async def cluster_queue_name_of(reader: Finds, workload: JsonObject) -> str | None:
+    """The ClusterQueue a Workload is (or would be) in, without reading the ClusterQueue.
+
+    Admitted: `status.admission.clusterQueue`. Pending: its LocalQueue's `spec.clusterQueue`,
+    which a namespace tenant may read even when the ClusterQueue itself is off limits."""
+    admitted_in = admitted_cluster_queue(workload)
+    if admitted_in:
+        return admitted_in
+    queue_name = _spec(workload).get("queueName")
+    if not queue_name:
+        return None
+    namespace = (workload.get("metadata") or {}).get("namespace")
+    local_queue = await reader.find(LOCAL_QUEUE, namespace, queue_name)
+    if local_queue is None:
+        return None
+    name = _spec(local_queue).get("clusterQueue")
     return str(name) if name else None
 
 
