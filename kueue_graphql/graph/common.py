@@ -8,7 +8,13 @@ from decimal import Decimal
 from typing import Any, TypeVar, cast
 
 import strawberry
-from strawberry.types.nodes import SelectedField, Selection
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    InlineFragmentNode,
+    SelectionSetNode,
+)
 
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.quantity import Quantity, decimal_text, format_quantity, parse_quantity
@@ -201,15 +207,27 @@ def field(*, description: str | None = None, name: str | None = None) -> Callabl
     return decorate
 
 
-def selected(selections: Sequence[Selection], name: str) -> list[SelectedField]:
-    """The fields named `name` among `selections`, inside fragments too."""
-    found: list[SelectedField] = []
-    for selection in selections:
-        if isinstance(selection, SelectedField):
-            if selection.name == name:
-                found.append(selection)
-        else:  # a fragment spread or an inline fragment
-            found += selected(selection.selections, name)
+def selected_nodes(
+    selection_sets: Sequence[SelectionSetNode],
+    name: str,
+    fragments: Mapping[str, FragmentDefinitionNode],
+) -> list[FieldNode]:
+    """The fields named `name` in `selection_sets` (inside fragments too), as document nodes."""
+    found: list[FieldNode] = []
+    pending = list(selection_sets)
+    seen: set[str] = set()
+    while pending:
+        for selection in pending.pop().selections:
+            if isinstance(selection, FieldNode):
+                if selection.name.value == name:
+                    found.append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                pending.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                fragment = fragments.get(selection.name.value)
+                if fragment is not None and selection.name.value not in seen:
+                    seen.add(selection.name.value)
+                    pending.append(fragment.selection_set)
     return found
 
 

@@ -23,7 +23,7 @@ from kueue_graphql.graph.common import (
     quantities,
     reads,
     resource_list,
-    selected,
+    selected_nodes,
     spec,
     status,
 )
@@ -337,11 +337,14 @@ class Workload(KubeObject):
 
 
 def _next_reads(info: Info) -> OwnerReads:
-    """What the query reads below `workloadFor`, that a read mode may start early."""
-    below = [s for f in info.selected_fields for s in f.selections]
+    """What the query reads below `workloadFor`, that a read mode may start early. From the
+    document's own nodes: strawberry's `selected_fields` would build the whole subtree."""
+    raw = info._raw_info
+    below = [n.selection_set for n in raw.field_nodes if n.selection_set is not None]
+    jobs = [j.selection_set for j in selected_nodes(below, "job", raw.fragments) if j.selection_set]
     return OwnerReads(
-        events=bool(selected(below, "events")),
-        job_pods=any(selected(job.selections, "pods") for job in selected(below, "job")),
+        events=bool(selected_nodes(below, "events", raw.fragments)),
+        job_pods=bool(selected_nodes(jobs, "pods", raw.fragments)),
     )
 
 

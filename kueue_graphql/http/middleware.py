@@ -4,6 +4,7 @@ read time capped, deadline enforced."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 
@@ -48,11 +49,17 @@ def is_subscription_stream(scope: Scope) -> bool:
     multipart/mixed;subscriptionSpec="1.0"`). It lives as long as the subscription, so the
     request deadline and the concurrency cap do not apply; the subscription caps do."""
     for name, value in scope.get("headers") or ():
-        if name == b"accept":
-            accept = value.decode("latin-1")
-            if any(_MULTIPART_SUBSCRIPTIONS.accepts(part) for part in accept.split(",")):
-                return True
+        if name == b"accept" and _asks_for_stream(value):
+            return True
     return False
+
+
+@functools.lru_cache(maxsize=64)
+def _asks_for_stream(accept: bytes) -> bool:
+    # Asked several times per request, and parsing a media type is not cheap; clients send
+    # few distinct Accept headers (the cache is bounded for those that vary it).
+    text = accept.decode("latin-1")
+    return any(_MULTIPART_SUBSCRIPTIONS.accepts(part) for part in text.split(","))
 
 
 class ConcurrencyLimit:
