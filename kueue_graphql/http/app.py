@@ -7,10 +7,10 @@ import gc
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from cross_web import HTTPException
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -30,7 +30,7 @@ from strawberry.subscriptions import (
     GRAPHQL_WS_PROTOCOL,
     MULTIPART_SUBSCRIPTION_PROTOCOL,
 )
-from strawberry.types import ExecutionResult
+from strawberry.types import ExecutionResult, SubscriptionExecutionResult
 from strawberry.types.unset import UNSET, UnsetType
 
 from kueue_graphql.auth import (
@@ -167,6 +167,43 @@ class TokenRejectedError(Exception):
     error next to null fields."""
 
 
+def rejected_token(result: object) -> str | None:
+    """The message of a result that says the caller's token was not accepted, else None."""
+    if not isinstance(result, ExecutionResult) or result.data is not None:
+        return None
+    for error in result.errors or []:
+        if (error.extensions or {}).get("code") == ErrorCode.UNAUTHENTICATED.value:
+            return error.message
+    return None
+
+
+async def first_checked(results: AsyncGenerator[Any, None]) -> AsyncGenerator[Any, None]:
+    """`results` with its first message computed now: TokenRejectedError when that message
+    says the token was not accepted (the stream is closed; nothing was read as anyone)."""
+    try:
+        first = await anext(results)
+    except StopAsyncIteration:
+        first = None
+    except BaseException:
+        await results.aclose()
+        raise
+    rejected = rejected_token(first)
+    if rejected is not None:
+        await results.aclose()
+        raise TokenRejectedError(rejected)
+
+    async def replayed() -> AsyncGenerator[Any, None]:
+        try:
+            if first is not None:
+                yield first
+                async for result in results:
+                    yield result
+        finally:
+            await results.aclose()
+
+    return replayed()
+
+
 class GraphQLView(GraphQL[RequestContext, None]):
     def __init__(self, settings: ServerSettings) -> None:
         super().__init__(
@@ -207,6 +244,26 @@ class GraphQLView(GraphQL[RequestContext, None]):
         except TokenRejectedError as rejected:
             response = unauthenticated(str(rejected), rejected=True)
         await response(scope, receive, send)
+
+    async def execute_operation(
+        self,
+        request: Request,
+        request_adapter: Any,
+        request_data: Any,
+        context: RequestContext,
+        root_value: Any,
+        sub_response: Any,
+    ) -> Any:
+        result = await super().execute_operation(
+            request, request_adapter, request_data, context, root_value, sub_response
+        )
+        if isinstance(result, SubscriptionExecutionResult) and is_subscription_stream(
+            request.scope
+        ):
+            # An HTTP stream's head waits for its first message, so a token TokenReview
+            # rejects is a 401 like a query's, not an error part after a 200.
+            return await first_checked(cast(AsyncGenerator[Any, None], result))
+        return result
 
     def parse_json(self, data: str | bytes) -> Any:
         # Strawberry lets a body that is not UTF-8, or JSON but not an object, through as a 500.
@@ -343,10 +400,13 @@ class GraphQLGate:
     def refusal(self, request: Request) -> Response | None:
         is_get_query = request.method == "GET" and "query" in request.query_params
         if is_get_query and not self.allow_get_queries:
+            # A multipart subscription over GET follows the same switch: its document and
+            # variables would be in the URL, which proxies and access logs keep.
+            what = "subscriptions" if is_subscription_stream(request.scope) else "queries"
             return graphql_error(
                 405,
                 ErrorCode.BAD_REQUEST,
-                "queries over GET are off on this server (--allow-get-queries); send them "
+                f"{what} over GET are off on this server (--allow-get-queries); send them "
                 "with POST",
                 headers={"Allow": "POST"},
             )
