@@ -16,7 +16,10 @@ message's arrival, so it includes the PATCH itself), server RSS per open subscri
 CPU per pushed message beside the CPU of one `diagnose` query (what a polling client pays per
 answer, measured in the same run), and the server's fds / asyncio tasks (from /metrics) /
 threads / RSS / connections to the API server before opening and after closing, for each of
-`--rounds` open-hold-close cycles (bounded: the second round ends where the first did).
+`--rounds` open-hold-close cycles (bounded: the second round ends where the first did). After
+each round, the server's heap figures (benchmarks/heap.py: gc-tracked objects, allocated
+blocks, malloc in use / free, and the types that grew), so a leak of Python objects can be told
+from memory the allocator keeps; `--trim` adds RSS after glibc's malloc_trim(0).
 """
 
 from __future__ import annotations
