@@ -63,6 +63,7 @@ from kueue_graphql.http.ws_log import install_ws_task_log_filter
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.changes import WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
+from kueue_graphql.kube.informer import InformerCollector
 from kueue_graphql.kube.transport import build_api_client, close_api_client
 from kueue_graphql.lookups.cached import CacheChanges, KueueCache
 
@@ -444,18 +445,23 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         # loop waits at most this long for the GIL each time it wakes, instead of 5 ms, so a
         # stream of bombs delays a /healthz by a few ms, not by a few 5 ms waits.
         switch_interval = sys.getswitchinterval()
+        collector: InformerCollector | None = None
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
         if settings.read_mode is ReadMode.CACHE:
             # Informers read under the service's own identity, on the watch client's pool.
             cache = KueueCache(watch_client)
             cache.start()
             app.state.services.cache = cache
+            collector = InformerCollector(cache.informers.values())
+            REGISTRY.register(collector)
             log.info("read mode cache: Kueue kinds from watch-fed stores, authorized per caller")
         try:
             yield
         finally:
             sys.setswitchinterval(switch_interval)
             gc.unfreeze()
+            if collector is not None:
+                REGISTRY.unregister(collector)
             if app.state.services.cache is not None:
                 await app.state.services.cache.stop()
             await close_api_client(watch_client.api_client)
