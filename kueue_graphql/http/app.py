@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cross_web import HTTPException
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -379,7 +379,11 @@ async def healthz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    body = generate_latest(REGISTRY)
+    cache_metrics: CollectorRegistry | None = getattr(request.app.state, "cache_metrics", None)
+    if cache_metrics is not None:
+        body += generate_latest(cache_metrics)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
 async def readyz(request: Request) -> Response:
@@ -445,23 +449,24 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         # loop waits at most this long for the GIL each time it wakes, instead of 5 ms, so a
         # stream of bombs delays a /healthz by a few ms, not by a few 5 ms waits.
         switch_interval = sys.getswitchinterval()
-        collector: InformerCollector | None = None
+        app.state.cache_metrics = None
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
         if settings.read_mode is ReadMode.CACHE:
             # Informers read under the service's own identity, on the watch client's pool.
             cache = KueueCache(watch_client)
             cache.start()
             app.state.services.cache = cache
-            collector = InformerCollector(cache.informers.values())
-            REGISTRY.register(collector)
+            # A registry of this app's own: two apps in one process (tests) each report their
+            # informers, and the process-wide REGISTRY would refuse the second's names.
+            cache_metrics = CollectorRegistry(auto_describe=True)
+            cache_metrics.register(InformerCollector(cache.informers.values()))
+            app.state.cache_metrics = cache_metrics
             log.info("read mode cache: Kueue kinds from watch-fed stores, authorized per caller")
         try:
             yield
         finally:
             sys.setswitchinterval(switch_interval)
             gc.unfreeze()
-            if collector is not None:
-                REGISTRY.unregister(collector)
             if app.state.services.cache is not None:
                 await app.state.services.cache.stop()
             await close_api_client(watch_client.api_client)
