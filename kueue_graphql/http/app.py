@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -410,6 +412,23 @@ async def readyz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
+async def freeze_when_synced(cache: KueueCache) -> None:
+    """Once every informer has its first complete list: collect, then freeze what exists out of
+    the garbage collector. The cached objects (some 1.5 million containers at 10,000 Workloads)
+    live until a watch event replaces them; frozen, full collections no longer walk them.
+    Objects that arrive later are collected as usual; a frozen one is still freed by its
+    reference count when the store drops it (decoded JSON holds no reference cycles)."""
+    await asyncio.gather(*(informer.settled() for informer in cache.informers.values()))
+    started = time.perf_counter()
+    gc.collect()
+    gc.freeze()
+    log.info(
+        "cache synced: %d objects frozen out of the garbage collector (%.0f ms)",
+        gc.get_freeze_count(),
+        (time.perf_counter() - started) * 1000,
+    )
+
+
 def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> Starlette:
     """The ASGI app. With `kube` given (tests), that client is used and not closed."""
 
@@ -450,6 +469,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         # stream of bombs delays a /healthz by a few ms, not by a few 5 ms waits.
         switch_interval = sys.getswitchinterval()
         app.state.cache_metrics = None
+        freezing: asyncio.Task[None] | None = None
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
         if settings.read_mode is ReadMode.CACHE:
             # Informers read under the service's own identity, on the watch client's pool.
@@ -461,11 +481,17 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             cache_metrics = CollectorRegistry(auto_describe=True)
             cache_metrics.register(InformerCollector(cache.informers.values()))
             app.state.cache_metrics = cache_metrics
+            if settings.cache_gc_freeze:
+                freezing = asyncio.create_task(freeze_when_synced(cache), name="cache gc freeze")
             log.info("read mode cache: Kueue kinds from watch-fed stores, authorized per caller")
         try:
             yield
         finally:
             sys.setswitchinterval(switch_interval)
+            if freezing is not None:
+                freezing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await freezing
             gc.unfreeze()
             if app.state.services.cache is not None:
                 await app.state.services.cache.stop()

@@ -101,6 +101,12 @@ class Informer:
         self.status = InformerStatus()
         self._task: asyncio.Task[None] | None = None
         self._resource_version: str | None = None
+        # Set once the kind is synced (its first complete list) or found not served.
+        self._settled = asyncio.Event()
+
+    async def settled(self) -> None:
+        """Return once the kind has its first complete list, or is known not to be served."""
+        await self._settled.wait()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -196,6 +202,7 @@ class Informer:
                             self.resource,
                         )
                     self.status.absent = True
+                    self._settled.set()
                     return False
                 if error.status == 410:
                     raise GoneError(error.message) from error
@@ -212,6 +219,7 @@ class Informer:
         self.sink.replace(items, resource_version)
         self._resource_version = resource_version
         self.status.synced = True
+        self._settled.set()
         self.status.lists += 1
         self.status.resource_version = resource_version
         self.status.heard_at = time.monotonic()
