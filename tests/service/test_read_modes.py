@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -238,23 +235,6 @@ def _write_local_queue(cluster: Cluster, name: str) -> Any:
     return path
 
 
-def api_server_pid(cluster: Cluster) -> int:
-    recorded = json.loads((cluster.state_dir / "pids.json").read_text())
-    pid = next(int(e["pid"]) for e in recorded if e["name"] == "kube-apiserver")
-    # Our own control plane's process (started with cwd = its state directory), not another.
-    assert os.path.realpath(f"/proc/{pid}/cwd") == os.path.realpath(cluster.state_dir)
-    return pid
-
-
-@contextmanager
-def api_server_stopped(pid: int) -> Iterator[None]:
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
-
-
 @pytest.mark.disrupts_cluster
 async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
     cache_server: Server, cluster: Cluster
@@ -266,10 +246,9 @@ async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
     token = cluster.token("alice")
     # Warm: the token review and access decisions are cached, so some answers need no API call.
     await cache_server.query(LOCAL_QUEUES, token=token)
-    pid = api_server_pid(cluster)
     outcomes: list[str] = []
     stopped_at = time.monotonic()
-    with api_server_stopped(pid):
+    with cluster.api_server_frozen():
         while time.monotonic() - stopped_at < 8:
             body = await cache_server.query(LOCAL_QUEUES, token=token)
             if body.get("errors"):
