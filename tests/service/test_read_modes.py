@@ -199,10 +199,12 @@ async def test_metrics_report_every_informer(cache_server: Server, cluster: Clus
     version = metrics["kueue_graphql_cache_resource_version"]["localqueues"]
     events = metrics["kueue_graphql_cache_watch_events_total"]["localqueues"]
     mark = uuid.uuid4().hex[:12]
-    changed = cluster.kubectl(
+    cluster.kubectl(
         "label", "localqueue", "lq-team-a", "-n", "team-a",
-        f"kueue-graphql.example/mark={mark}", "--overwrite", "-o", "json",
+        f"kueue-graphql.example/mark={mark}", "--overwrite",
     )  # fmt: skip
+    # (kubectl label -o json prints the object with its version before the change)
+    changed = cluster.kubectl("get", "localqueue", "lq-team-a", "-n", "team-a", "-o", "json")
     written = int(json.loads(changed.stdout)["metadata"]["resourceVersion"])
     try:
         for _ in range(100):
