@@ -18,6 +18,13 @@ request, the server's RSS, and the 10k/1k (largest/smallest size) ratio of the p
 client (one `GET workloads?limit=21` as viewer, straight to the API server: the least any
 reader could do for a page of 20) is measured in the same run for scale.
 
+In `cache` mode it starts two servers side by side per size instead, the default (the cache
+frozen out of the garbage collector once synced) and `--no-cache-gc-freeze`, and sends `n`
+rounds, each with every query once to each server (the order alternating), so every query and
+both servers see the same load; it prints p50/p95/max of both. A floor query, `{ __typename }`
+(token check and parse, no read), is measured like the others: the 10k/1k ratios are printed
+as measured and divided by the floor's own ratio (the machine's load between the two sizes).
+
 It cleans up after itself (deletes the namespace and the ClusterQueue), also on Ctrl-C.
 `--read-mode cache` needs a build whose `serve` has `--read-mode`; otherwise it says so and
 measures the modes it can.
