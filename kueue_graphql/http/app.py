@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import logging
 import sys
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from cross_web import HTTPException
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -63,6 +65,7 @@ from kueue_graphql.http.ws_log import install_ws_task_log_filter
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.changes import WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
+from kueue_graphql.kube.informer import InformerCollector
 from kueue_graphql.kube.transport import build_api_client, close_api_client
 from kueue_graphql.lookups.cached import CacheChanges, KueueCache
 
@@ -438,7 +441,11 @@ async def healthz(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    body = generate_latest(REGISTRY)
+    cache_metrics: CollectorRegistry | None = getattr(request.app.state, "cache_metrics", None)
+    if cache_metrics is not None:
+        body += generate_latest(cache_metrics)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)
 
 
 async def readyz(request: Request) -> Response:
@@ -463,6 +470,23 @@ async def readyz(request: Request) -> Response:
         if services.identity_problems:
             return PlainTextResponse("\n".join(services.identity_problems), status_code=503)
     return PlainTextResponse("ok")
+
+
+async def freeze_when_synced(cache: KueueCache) -> None:
+    """Once every informer has its first complete list: collect, then freeze what exists out of
+    the garbage collector. The cached objects (some 1.5 million containers at 10,000 Workloads)
+    live until a watch event replaces them; frozen, full collections no longer walk them.
+    Objects that arrive later are collected as usual; a frozen one is still freed by its
+    reference count when the store drops it (decoded JSON holds no reference cycles)."""
+    await asyncio.gather(*(informer.settled() for informer in cache.informers.values()))
+    started = time.perf_counter()
+    gc.collect()
+    gc.freeze()
+    log.info(
+        "cache synced: %d objects frozen out of the garbage collector (%.0f ms)",
+        gc.get_freeze_count(),
+        (time.perf_counter() - started) * 1000,
+    )
 
 
 def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> Starlette:
@@ -504,17 +528,30 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         # loop waits at most this long for the GIL each time it wakes, instead of 5 ms, so a
         # stream of bombs delays a /healthz by a few ms, not by a few 5 ms waits.
         switch_interval = sys.getswitchinterval()
+        app.state.cache_metrics = None
+        freezing: asyncio.Task[None] | None = None
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
         if settings.read_mode is ReadMode.CACHE:
             # Informers read under the service's own identity, on the watch client's pool.
             cache = KueueCache(watch_client)
             cache.start()
             app.state.services.cache = cache
+            # A registry of this app's own: two apps in one process (tests) each report their
+            # informers, and the process-wide REGISTRY would refuse the second's names.
+            cache_metrics = CollectorRegistry(auto_describe=True)
+            cache_metrics.register(InformerCollector(cache.informers.values()))
+            app.state.cache_metrics = cache_metrics
+            if settings.cache_gc_freeze:
+                freezing = asyncio.create_task(freeze_when_synced(cache), name="cache gc freeze")
             log.info("read mode cache: Kueue kinds from watch-fed stores, authorized per caller")
         try:
             yield
         finally:
             sys.setswitchinterval(switch_interval)
+            if freezing is not None:
+                freezing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await freezing
             gc.unfreeze()
             if app.state.services.cache is not None:
                 await app.state.services.cache.stop()
