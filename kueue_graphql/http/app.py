@@ -43,6 +43,7 @@ from kueue_graphql.auth import (
 )
 from kueue_graphql.context import LiveRegistry, RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError, UnauthenticatedError
+from kueue_graphql.core.memory import FreeMemoryReturner, glibc_malloc_trim
 from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.access_log import install_access_log_redaction
@@ -63,7 +64,7 @@ from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_re
 from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
 from kueue_graphql.http.ws_log import install_ws_task_log_filter
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
-from kueue_graphql.kube.changes import WatchSources
+from kueue_graphql.kube.changes import ChangeSources, WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.informer import InformerCollector
 from kueue_graphql.kube.transport import build_api_client, close_api_client
@@ -106,13 +107,23 @@ def build_services(
         ttl_seconds=settings.authz_cache_ttl_seconds,
         deny_ttl_seconds=settings.authz_deny_cache_ttl_seconds,
     )
+    # Free memory a closed burst of subscriptions leaves with malloc goes back to the OS.
+    memory_returner = FreeMemoryReturner(glibc_malloc_trim())
     return Services(
         kube=kube,
         authenticator=authenticator,
         authorizer=authorizer,
-        live=LiveRegistry(settings.live_limits),
+        live=LiveRegistry(settings.live_limits, on_closed=memory_returner.closed),
         watch_kube=watch_kube or kube,
     )
+
+
+def change_sources(services: Services) -> ChangeSources:
+    """What wakes a subscription, over WebSocket and HTTP alike. Cache mode: changes to Kueue
+    kinds wake from the informers (once the cache has them); Pods and Jobs are watched as the
+    caller in both modes."""
+    watches = WatchSources(services.watch_kube)
+    return watches if services.cache is None else CacheChanges(services.cache, watches)
 
 
 def graphql_error(
@@ -327,7 +338,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
                 # caller (the header's token, re-reviewed), as over WebSocket.
                 context.renew = lambda: self._context(services, authenticate)
                 context.live = services.live
-                context.changes = WatchSources(services.watch_kube)
+                context.changes = change_sources(services)
             return context
 
         # A WebSocket connection: the token comes from connection_init's payload
@@ -347,12 +358,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
         connection = self._context(services, authenticate_connection)
         connection.renew = renew
         connection.live = services.live
-        watches = WatchSources(services.watch_kube)
-        # Cache mode: subscriptions on Kueue kinds wake from the informers (after the cache has
-        # the change); Pods and Jobs are still watched as the caller.
-        connection.changes = (
-            watches if services.cache is None else CacheChanges(services.cache, watches)
-        )
+        connection.changes = change_sources(services)
         return connection
 
     def _context(

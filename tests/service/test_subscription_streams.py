@@ -21,11 +21,12 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from kueue_graphql.context import LiveLimits
+from kueue_graphql.http import ReadMode
 from tests.cluster.driver import Cluster
-from tests.service.conftest import Server, running_server
+from tests.service.conftest import Server, running_server, server_in_mode
 from tests.service.live_client import PROTOCOL, Subscriber, subscriber
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 TTL_SECONDS = 3.0
 SEND_QUEUE = 2
@@ -173,9 +174,11 @@ def scenario(cluster: Cluster) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-async def live_server(service_kubeconfig: Any) -> AsyncIterator[Server]:
-    async with running_server(
-        service_kubeconfig,
+async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Server]:
+    # Both read modes: cache mode wakes on the informers (CacheChanges), over WebSocket and HTTP.
+    async with server_in_mode(
+        cluster,
+        read_mode,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
         live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE),

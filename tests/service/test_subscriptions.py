@@ -160,7 +160,8 @@ def scenario(cluster: Cluster) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Server]:
-    # In the default read mode (KUEUE_GRAPHQL_TEST_READ_MODE=cache: woken by the informers).
+    # The tests marked both_read_modes run in each mode (cache: woken by the informers); the
+    # others in the default one (KUEUE_GRAPHQL_TEST_READ_MODE).
     async with server_in_mode(
         cluster,
         read_mode,
@@ -241,6 +242,7 @@ def set_pod_running(cluster: Cluster, namespace: str, job: str) -> None:
         )
 
 
+@pytest.mark.both_read_modes
 async def test_quota_raise_pushes_admitted_then_running(
     live_server: Server, cluster: Cluster, scenario: None
 ) -> None:
@@ -289,6 +291,7 @@ async def test_quota_raise_pushes_admitted_then_running(
         assert time.monotonic() - changed < 10
 
 
+@pytest.mark.both_read_modes
 async def test_another_namespace_is_forbidden_and_nothing_else(
     live_server: Server, cluster: Cluster
 ) -> None:
@@ -307,6 +310,7 @@ async def test_another_namespace_is_forbidden_and_nothing_else(
         assert (await next_message(sub, 10))["type"] == "complete"
 
 
+@pytest.mark.both_read_modes
 async def test_rolebinding_removed_mid_stream_ends_it(
     live_server: Server, cluster: Cluster, scenario: None
 ) -> None:
