@@ -18,6 +18,13 @@ request, the server's RSS, and the 10k/1k (largest/smallest size) ratio of the p
 client (one `GET workloads?limit=21` as viewer, straight to the API server: the least any
 reader could do for a page of 20) is measured in the same run for scale.
 
+In `cache` mode it starts two servers side by side per size instead, the default (the cache
+frozen out of the garbage collector once synced) and `--no-cache-gc-freeze`, and sends `n`
+rounds, each with every query once to each server (the order alternating), so every query and
+both servers see the same load; it prints p50/p95/max of both. A floor query, `{ __typename }`
+(token check and parse, no read), is measured like the others: the 10k/1k ratios are printed
+as measured and divided by the floor's own ratio (the machine's load between the two sizes).
+
 It cleans up after itself (deletes the namespace and the ClusterQueue), also on Ctrl-C.
 `--read-mode cache` needs a build whose `serve` has `--read-mode`; otherwise it says so and
 measures the modes it can.
@@ -35,7 +42,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,7 +141,9 @@ class Query:
     variables: dict[str, str] = field(default_factory=dict)
 
 
+FLOOR = "floor: { __typename } (token, parse, no read)"
 QUERIES = [
+    Query(FLOOR, "{ __typename }"),
     Query(
         "workloads(first:20, clusterQueue:bench, PENDING)",
         f'{{ workloads(first: 20, clusterQueue: "{CLUSTER_QUEUE}", status: PENDING) '
@@ -328,7 +337,9 @@ def serve_supports_read_mode() -> bool:
 
 
 @contextmanager
-def server(read_mode: str, with_flag: bool) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def server(
+    read_mode: str, with_flag: bool, extra: tuple[str, ...] = ()
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     command = [str(Path(sys.executable).with_name("kueue-graphql")), "serve"]
     # In cache mode the service reads the Kueue kinds as itself: the ServiceAccount that may
@@ -340,6 +351,7 @@ def server(read_mode: str, with_flag: bool) -> Iterator[tuple[str, subprocess.Po
     command += ["--kubeconfig", str(kubeconfig)]
     command += ["--port", str(port), "--log-level", "warning"]
     command += ["--read-mode", read_mode] if with_flag else []
+    command += list(extra)
     process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     url = f"http://127.0.0.1:{port}"
     try:
@@ -446,6 +458,10 @@ def measure_ideal(n: int) -> Figures:
     )
 
 
+def load_average() -> str:
+    return " ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
 def kib(value: float) -> str:
     return f"{value / 1024:9.1f}"
 
@@ -466,7 +482,119 @@ def row(label: str, f: Figures) -> str:
     return line
 
 
+@dataclass
+class Sampled:
+    seconds: list[float] = field(default_factory=list)
+    calls: list[int] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    cpu: float = 0.0
+
+
+def figures_of(sampled: Sampled, bytes_all: float, bytes_kueue: float) -> Figures:
+    count = len(sampled.seconds)
+    calls = sampled.calls
+    return Figures(
+        p50=percentile(sampled.seconds, 50),
+        p95=percentile(sampled.seconds, 95),
+        api_calls=str(min(calls)) if min(calls) == max(calls) else f"{min(calls)}-{max(calls)}",
+        bytes_all=bytes_all / count,
+        bytes_kueue=bytes_kueue / count,
+        cpu_ms=sampled.cpu / count * 1000,
+        failures=len(sampled.failures),
+        first_error=sampled.failures[0] if sampled.failures else "",
+    )
+
+
+def ask(http: httpx.Client, pid: int, query: Query, sampled: Sampled) -> None:
+    headers = {"Authorization": f"Bearer {token('viewer')}"}
+    payload = {"query": query.text, "variables": query.variables}
+    cpu = cpu_seconds(pid)
+    started = time.perf_counter()
+    response = http.post("/graphql", json=payload, headers=headers)
+    sampled.seconds.append(time.perf_counter() - started)
+    sampled.cpu += cpu_seconds(pid) - cpu
+    body = response.json()
+    sampled.calls.append(int((body.get("extensions") or {}).get("apiCalls", -1)))
+    if response.status_code != 200 or body.get("errors"):
+        error = (body.get("errors") or [{}])[0]
+        code = (error.get("extensions") or {}).get("code")
+        sampled.failures.append(f"{code}: {error.get('message')}")
+
+
+CACHE_VARIANTS = {"gc frozen after sync": (), "not frozen": ("--no-cache-gc-freeze",)}
+
+
+def measure_cache(with_flag: bool, n: int) -> dict[str, Any]:
+    """Cache mode: two servers side by side, the default (the cache frozen out of the garbage
+    collector once synced) and `--no-cache-gc-freeze`; `n` rounds, each sending every query
+    once to each server (the order alternating), so every query and both servers see the same
+    load. CPU per request is the sum of /proc deltas around each request."""
+    with ExitStack() as stack:
+        targets = []
+        for label, extra in CACHE_VARIANTS.items():
+            url, process = stack.enter_context(server("cache", with_flag, extra))
+            http = stack.enter_context(httpx.Client(base_url=url, timeout=120))
+            targets.append((label, http, process))
+        ready = {label: rss_kib(process.pid)[0] for label, _, process in targets}
+        samples = {(label, q.label): Sampled() for label, _, _ in targets for q in QUERIES}
+        for _, http, process in targets:  # warm-up
+            for query in QUERIES:
+                for _ in range(2):
+                    ask(http, process.pid, query, Sampled())
+        before = {label: bytes_read(http) for label, http, _ in targets}
+        for index in range(n):
+            order = targets if index % 2 == 0 else targets[::-1]
+            for query in QUERIES:
+                for label, http, process in order:
+                    ask(http, process.pid, query, samples[(label, query.label)])
+        after = {label: bytes_read(http) for label, http, _ in targets}
+        results: dict[str, Any] = {}
+        for label, _, process in targets:
+            total = after[label][0] - before[label][0]
+            kueue = after[label][1] - before[label][1]
+            per_query = len(QUERIES)
+            rss, peak = rss_kib(process.pid)
+            results[label] = {
+                q.label: figures_of(samples[(label, q.label)], total / per_query, kueue / per_query)
+                for q in QUERIES
+            }
+            results[label]["rss"] = (ready[label], rss, peak)
+            results[label]["kueue_bytes"] = kueue
+        label = next(iter(CACHE_VARIANTS))
+        print(HEADER)
+        for query in QUERIES:
+            print(row(query.label, results[label][query.label]), flush=True)
+        print(
+            f"  (KiB read: the whole run's bytes spread evenly over the queries; Kueue objects "
+            f"read from the API server during the {n} rounds: {results[label]['kueue_bytes']:.0f}"
+            " bytes)"
+        )
+        ideal = measure_ideal(n)
+        results[label][IDEAL] = ideal
+        print(row(IDEAL, ideal))
+        for variant, by_query in results.items():
+            rss_ready, rss, peak = by_query["rss"]
+            print(
+                f"  server RSS ({variant}) {rss_ready / 1024:.1f} MiB when ready, "
+                f"{rss / 1024:.1f} MiB after the queries (peak {peak / 1024:.1f} MiB)"
+            )
+        other = list(CACHE_VARIANTS)[1]
+        print(f"\n  {'p50 / p95 / max ms':48} {label:>24} {other:>24}")
+        for query in QUERIES:
+            cells = []
+            for variant in (label, other):
+                seconds = samples[(variant, query.label)].seconds
+                cells.append(
+                    f"{percentile(seconds, 50) * 1000:6.1f} {percentile(seconds, 95) * 1000:6.1f}"
+                    f" {max(seconds) * 1000:6.1f}"
+                )
+            print(f"  {query.label:48} {cells[0]:>24} {cells[1]:>24}")
+        return results[label] | {"variants": results}
+
+
 def measure_mode(read_mode: str, with_flag: bool, n: int, max_seconds: float) -> dict[str, Any]:
+    if read_mode == "cache":
+        return measure_cache(with_flag, n)
     results: dict[str, Any] = {}
     with (
         server(read_mode, with_flag) as (url, process),
@@ -493,12 +621,27 @@ def measure_mode(read_mode: str, with_flag: bool, n: int, max_seconds: float) ->
 def print_ratios(read_mode: str, small: int, large: int, figures: dict[int, Any]) -> None:
     a, b = figures[small], figures[large]
     print(f"\n{read_mode}: {large}/{small} ratios (p50 latency; bytes read; CPU per request)")
+    floor = b[FLOOR].p50 / a[FLOOR].p50
+    print(
+        f"  (the floor query's own ratio, x{floor:.2f}, is the machine's load between the two "
+        "sizes: the last column divides it out)"
+    )
     for label in [q.label for q in QUERIES] + [IDEAL]:
         fa, fb = a[label], b[label]
         cpu = fb.cpu_ms / fa.cpu_ms if fa.cpu_ms == fa.cpu_ms and fa.cpu_ms > 0 else float("nan")
         read = f"x{fb.bytes_all / fa.bytes_all:6.2f}" if fa.bytes_all else f"{fb.bytes_all:7.0f}"
-        print(f"  {label:48} p50 x{fb.p50 / fa.p50:5.2f}   bytes {read}   CPU x{cpu:5.2f}")
+        ratio = fb.p50 / fa.p50
+        print(
+            f"  {label:48} p50 x{ratio:5.2f}   bytes {read}   CPU x{cpu:5.2f}"
+            f"   p50 / floor's x{ratio / floor:5.2f}"
+        )
     print(f"  {'server RSS after the queries':48} x{b['rss'][1] / a['rss'][1]:5.2f}")
+    lists = [q.label for q in QUERIES if q.label != FLOOR and not q.label.startswith("admission")]
+    worst = max(lists, key=lambda label: b[label].p50 / a[label].p50)
+    print(
+        f"  largest list-query p50 ratio: x{b[worst].p50 / a[worst].p50:.2f} ({worst.strip()}; "
+        f"issue 7 asks <= 1.5 in cache mode); load average now {load_average()}"
+    )
 
 
 def run(args: argparse.Namespace) -> None:
@@ -522,7 +665,10 @@ def run(args: argparse.Namespace) -> None:
         asyncio.run(create_workloads(size, args.concurrency))
         wait_until_kueue_counts(size, 300)
         for mode in modes:
-            print(f"\n-- read mode {mode}, {size} Workloads --", flush=True)
+            print(
+                f"\n-- read mode {mode}, {size} Workloads (load average {load_average()}) --",
+                flush=True,
+            )
             results[mode][size] = measure_mode(mode, has_flag, args.n, args.max_seconds)
     if len(sizes) > 1:
         for mode in modes:
@@ -537,7 +683,7 @@ def run(args: argparse.Namespace) -> None:
             }
             for mode, by_size in results.items()
         }
-        Path(args.json).write_text(json.dumps(dumped, indent=1))
+        Path(args.json).write_text(json.dumps(dumped, indent=1, default=lambda o: o.__dict__))
 
 
 def main() -> None:

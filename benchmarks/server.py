@@ -12,9 +12,11 @@ TokenReview cache, hence this small launcher.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 
+import heap
 import uvicorn
 
 from kueue_graphql.http import ReadMode, ServerSettings, build_app
@@ -49,6 +51,9 @@ def main(argv: list[str]) -> None:
             read_mode=read_mode,
         )
     signal.signal(signal.SIGUSR1, dump_tasks)
+    heap_report = os.environ.get("KUEUE_GRAPHQL_BENCH_HEAP_REPORT")
+    if heap_report:
+        heap.install(heap_report, trim=os.environ.get("KUEUE_GRAPHQL_BENCH_TRIM") == "1")
     uvicorn.run(build_app(settings), host="127.0.0.1", port=port, log_level="warning")
 
 

@@ -16,19 +16,26 @@ message's arrival, so it includes the PATCH itself), server RSS per open subscri
 CPU per pushed message beside the CPU of one `diagnose` query (what a polling client pays per
 answer, measured in the same run), and the server's fds / asyncio tasks (from /metrics) /
 threads / RSS / connections to the API server before opening and after closing, for each of
-`--rounds` open-hold-close cycles (bounded: the second round ends where the first did).
+`--rounds` open-hold-close cycles (bounded: the second round ends where the first did). After
+each round, the server's heap figures (benchmarks/heap.py: gc-tracked objects, allocated
+blocks, malloc in use / free, and the types that grew), so a leak of Python objects can be told
+from memory the allocator keeps; `--trim` adds RSS after glibc's malloc_trim(0).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
 from admission_path import ROOT, STATE, cpu_seconds, percentile, rss_kib, server
 
@@ -137,10 +144,20 @@ async def run(args: argparse.Namespace) -> None:
         "-p",
         '{"spec":{"active":true}}',
     )
+    report_path = Path(tempfile.mkdtemp()) / "heap.json"
+    os.environ["KUEUE_GRAPHQL_BENCH_HEAP_REPORT"] = str(report_path)
+    if args.trim:
+        os.environ["KUEUE_GRAPHQL_BENCH_TRIM"] = "1"
+    if args.tracemalloc:
+        os.environ["PYTHONTRACEMALLOC"] = "1"
+    if args.malloc_arena_max:
+        os.environ["MALLOC_ARENA_MAX"] = str(args.malloc_arena_max)
     with server(None) as (url, process):
         pid = process.pid
         before = snapshot(url, pid)
         print(f"server before open: {before}")
+        heaps = [await heap_report(pid, report_path)]
+        print(f"heap before open: {heap_line(heaps[0])}")
         for round_number in range(1, args.rounds + 1):
             await one_round(args, url, pid, workload, before)
             # Idle keep-alive connections of the read pool close 15-30 s after their last use
@@ -153,10 +170,50 @@ async def run(args: argparse.Namespace) -> None:
                 await asyncio.sleep(1)
             after = snapshot(url, pid)
             print(f"server after close (round {round_number}): {after}")
+            heaps.append(await heap_report(pid, report_path))
+            print(f"heap after close (round {round_number}): {heap_line(heaps[-1])}")
+            print(f"  grown since the previous report: {type_growth(heaps[-2], heaps[-1])}")
+            for line in heaps[-1].get("traced_growth", [])[:10]:
+                print(f"  traced {line}")
             if args.dump_tasks and after["tasks"] > before["tasks"]:
                 os.kill(pid, signal.SIGUSR1)  # the server prints its tasks' stacks
                 await asyncio.sleep(2)
     kubectl("delete", "job", JOB, "-n", "team-a", "--ignore-not-found")
+
+
+async def heap_report(pid: int, path: Path) -> dict[str, Any]:
+    """The server's heap figures (benchmarks/heap.py, on SIGUSR2, after a full collection)."""
+    path.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR2)
+    for _ in range(300):
+        await asyncio.sleep(0.1)
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            figures: dict[str, Any] = json.loads(path.read_text())
+            return figures
+    raise SystemExit("the server wrote no heap report within 30 s")
+
+
+def heap_line(figures: dict[str, Any]) -> str:
+    shown = [
+        f"{key} {figures[key]}"
+        for key in (
+            "gc_objects",
+            "allocated_blocks",
+            "malloc_in_use_kib",
+            "malloc_free_kib",
+            "rss_kib",
+            "rss_after_trim_kib",
+            "traced_kib",
+        )
+        if key in figures
+    ]
+    return ", ".join(shown)
+
+
+def type_growth(before: dict[str, Any], after: dict[str, Any], top: int = 8) -> str:
+    old, new = before["top_types"], after["top_types"]
+    grown = sorted(((new[t] - old.get(t, 0), t) for t in new), reverse=True)[:top]
+    return ", ".join(f"{name} {diff:+d}" for diff, name in grown if diff) or "nothing"
 
 
 def snapshot(url: str, pid: int) -> dict[str, object]:
@@ -298,6 +355,17 @@ def main() -> None:
     parser.add_argument("--dump-tasks", action="store_true", help="print leftover tasks")
     parser.add_argument(
         "--rounds", type=int, default=2, help="open/hold/close cycles (bounded: no growth)"
+    )
+    parser.add_argument(
+        "--trim",
+        action="store_true",
+        help="call glibc's malloc_trim(0) in each heap report and print RSS after it",
+    )
+    parser.add_argument(
+        "--tracemalloc", action="store_true", help="trace allocations (slow): print what grew"
+    )
+    parser.add_argument(
+        "--malloc-arena-max", type=int, default=0, help="MALLOC_ARENA_MAX for the server"
     )
     asyncio.run(run(parser.parse_args()))
 

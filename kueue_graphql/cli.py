@@ -315,6 +315,14 @@ def _parser() -> argparse.ArgumentParser:
         "each one authorized for the caller by SubjectAccessReview",
     )
 
+    serve.add_argument(
+        "--no-cache-gc-freeze",
+        action="store_true",
+        default=_env_bool("no_cache_gc_freeze"),
+        help="cache read mode: do not freeze the cached objects out of the garbage collector "
+        "once the informers have synced (frozen by default: full collections then skip them)",
+    )
+
     commands.add_parser("schema", help="print the GraphQL schema (SDL)")
 
     why = commands.add_parser(
@@ -607,6 +615,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         ),
         quota_disclosure=QuotaDisclosure(args.quota_disclosure),
         read_mode=ReadMode(args.read_mode),
+        cache_gc_freeze=not args.no_cache_gc_freeze,
     )
 
 

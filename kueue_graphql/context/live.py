@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -31,8 +31,10 @@ class LiveRegistry:
     """Process-wide counts of open subscriptions. `slot` refuses (BAD_REQUEST, before any API
     call of the subscription) when a cap is reached, and frees the slot when the stream ends."""
 
-    def __init__(self, limits: LiveLimits) -> None:
+    def __init__(self, limits: LiveLimits, on_closed: Callable[[], None] | None = None) -> None:
         self.limits = limits
+        # Called after each slot is freed (core.memory.FreeMemoryReturner.closed).
+        self.on_closed = on_closed
         self.total = 0
         self.by_identity: Counter[str] = Counter()
         self.by_connection: Counter[int] = Counter()
@@ -63,3 +65,5 @@ class LiveRegistry:
                 del self.by_identity[identity]
             if not self.by_connection[connection]:
                 del self.by_connection[connection]
+            if self.on_closed is not None:
+                self.on_closed()

@@ -22,6 +22,19 @@ def is_true(obj: Mapping[str, Any], condition_type: str) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
+def holds_quota_in(workload: Mapping[str, Any], cluster_queue: str) -> bool:
+    """Kueue counts the Workload against `cluster_queue`'s usage: its quota is reserved there
+    and it has not finished. A finished Workload keeps `status.admission` and QuotaReserved=True,
+    but Kueue drops it from its cache (kueue v0.17 pkg/controller/core/workload_controller.go,
+    Update: StatusFinished -> cache.DeleteWorkload), so its quota is free again."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    return (
+        admission.get("clusterQueue") == cluster_queue
+        and is_true(workload, "QuotaReserved")
+        and not is_true(workload, "Finished")
+    )
+
+
 WORKLOAD_STATUSES = ("pending", "quotareserved", "admitted", "finished")
 
 

@@ -63,3 +63,6 @@ class ServerSettings:
     quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE
     live_limits: LiveLimits = field(default_factory=LiveLimits)
     read_mode: ReadMode = ReadMode.IMPERSONATE
+    # Cache mode: once every informer has synced, freeze what exists (the cached objects) out
+    # of the garbage collector, so its full collections stop walking them.
+    cache_gc_freeze: bool = True

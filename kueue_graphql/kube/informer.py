@@ -12,6 +12,8 @@ SERVICE's own identity (the `cache` read mode; callers are authorized per reques
   looked for again every `absent_recheck_seconds`.
 
 The sink (lookups/store.py's ObjectStore) holds the data; this module only moves it.
+`InformerCollector` reports every informer on /metrics (objects cached, age of the last word from
+the API server, resourceVersion, lists, watches, failures), read at scrape time.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import watch as k8s_watch
 from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
 from kueue_graphql.kube.resources import Resource
@@ -41,6 +45,8 @@ class InformerSink(Protocol):
     def apply(self, event_type: str, obj: JsonObject, resource_version: str | None) -> None: ...
 
     def touch(self) -> None: ...
+
+    def size(self) -> int: ...
 
 
 class GoneError(Exception):
@@ -66,9 +72,18 @@ class InformerStatus:
     # time.monotonic() of the first failure since the last success.
     broken_since: float | None = None
     last_error: str | None = None
+    # Complete lists (the first one included); re-lists after a 410 Gone among them.
     lists: int = 0
+    gone: int = 0
+    # Watch streams opened (every one after the first is a restart) and events received.
     watches: int = 0
     events: int = 0
+    # Failed lists or watches (connection errors, 5xx, timeouts; not 410 Gone).
+    failures: int = 0
+    # time.monotonic() of the last word from the API server: a list, an event, a bookmark or
+    # a watch (re)opened; and the resourceVersion the informer is at.
+    heard_at: float | None = None
+    resource_version: str = ""
 
 
 class Informer:
@@ -86,6 +101,12 @@ class Informer:
         self.status = InformerStatus()
         self._task: asyncio.Task[None] | None = None
         self._resource_version: str | None = None
+        # Set once the kind is synced (its first complete list) or found not served.
+        self._settled = asyncio.Event()
+
+    async def settled(self) -> None:
+        """Return once the kind has its first complete list, or is known not to be served."""
+        await self._settled.wait()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -138,6 +159,7 @@ class Informer:
                 raise
             except GoneError:
                 log.info("watch of %s: 410 Gone, listing again", self.resource)
+                self.status.gone += 1
                 self._resource_version = None
             except Exception as error:  # every other failure: back off, then try again
                 failures += 1
@@ -147,6 +169,7 @@ class Informer:
                 await asyncio.sleep(delay)
 
     def _failed(self, error: BaseException) -> None:
+        self.status.failures += 1
         text = " ".join(str(error).split())[:300] or type(error).__name__
         if self.status.broken_since is None:
             self.status.broken_since = time.monotonic()
@@ -179,6 +202,7 @@ class Informer:
                             self.resource,
                         )
                     self.status.absent = True
+                    self._settled.set()
                     return False
                 if error.status == 410:
                     raise GoneError(error.message) from error
@@ -195,7 +219,10 @@ class Informer:
         self.sink.replace(items, resource_version)
         self._resource_version = resource_version
         self.status.synced = True
+        self._settled.set()
         self.status.lists += 1
+        self.status.resource_version = resource_version
+        self.status.heard_at = time.monotonic()
         self._healthy()
         log.debug("listed %d %s at %s", len(items), self.resource, resource_version)
         return True
@@ -210,6 +237,7 @@ class Informer:
             if getattr(response, "status", None) == 200:
                 # Connected: the API server answers again.
                 self.status.watches += 1
+                self.status.heard_at = time.monotonic()
                 self._healthy()
                 self.sink.touch()
             return response
@@ -235,7 +263,9 @@ class Informer:
                 self.sink.apply(event_type, obj, str(version) if version else None)
                 if version:
                     self._resource_version = str(version)
+                    self.status.resource_version = str(version)
                 self.status.events += 1
+                self.status.heard_at = time.monotonic()
         except ApiException as error:
             if error.status == 410:
                 raise GoneError(str(error.reason)) from error
@@ -258,3 +288,77 @@ def start_informers(
     for informer in informers:
         informer.start()
     return informers
+
+
+class InformerCollector(Collector):
+    """The informers' state on /metrics, labelled by resource (`workloads`, `clusterqueues`):
+    computed when scraped, so the informers pay nothing per event for it."""
+
+    def __init__(self, informers: Iterable[Informer]) -> None:
+        self._informers = list(informers)
+
+    def collect(self) -> Iterator[Metric]:
+        labels = ["resource"]
+        objects = GaugeMetricFamily(
+            "kueue_graphql_cache_objects",
+            "Objects in the cache read mode's store of each Kueue kind.",
+            labels=labels,
+        )
+        synced = GaugeMetricFamily(
+            "kueue_graphql_cache_synced",
+            "1 once the kind's first complete list is in the store, else 0 (/readyz waits).",
+            labels=labels,
+        )
+        age = GaugeMetricFamily(
+            "kueue_graphql_cache_last_event_age_seconds",
+            "Seconds since the kind's informer last heard from the API server (a list, an "
+            "event, a bookmark or a watch opened); the API server ends each watch after 60 s.",
+            labels=labels,
+        )
+        version = GaugeMetricFamily(
+            "kueue_graphql_cache_resource_version",
+            "The resourceVersion the kind's store is at (etcd's revision; numeric).",
+            labels=labels,
+        )
+        lists = CounterMetricFamily(
+            "kueue_graphql_cache_lists",
+            "Complete lists of the kind, the first one included (re-lists: this minus 1).",
+            labels=labels,
+        )
+        gone = CounterMetricFamily(
+            "kueue_graphql_cache_watch_gone",
+            "Watches ended by 410 Gone (the resourceVersion was too old): each one re-lists.",
+            labels=labels,
+        )
+        watches = CounterMetricFamily(
+            "kueue_graphql_cache_watches",
+            "Watch streams opened for the kind (the API server ends each after 60 s; "
+            "restarts: this minus 1).",
+            labels=labels,
+        )
+        events = CounterMetricFamily(
+            "kueue_graphql_cache_watch_events",
+            "Watch events applied to the kind's store (ADDED, MODIFIED, DELETED, BOOKMARK).",
+            labels=labels,
+        )
+        failures = CounterMetricFamily(
+            "kueue_graphql_cache_failures",
+            "Failed lists or watches of the kind (connection errors, 5xx, timeouts), each "
+            "followed by a backoff.",
+            labels=labels,
+        )
+        now = time.monotonic()
+        for informer in self._informers:
+            status, label = informer.status, [informer.resource.plural]
+            objects.add_metric(label, informer.sink.size() if status.synced else 0)
+            synced.add_metric(label, 1 if status.synced else 0)
+            if status.heard_at is not None:
+                age.add_metric(label, max(0.0, now - status.heard_at))
+            if status.resource_version.isdigit():
+                version.add_metric(label, float(status.resource_version))
+            lists.add_metric(label, status.lists)
+            gone.add_metric(label, status.gone)
+            watches.add_metric(label, status.watches)
+            events.add_metric(label, status.events)
+            failures.add_metric(label, status.failures)
+        yield from (objects, synced, age, version, lists, gone, watches, events, failures)

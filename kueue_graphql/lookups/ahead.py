@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from kueue_graphql import diagnosis as dx
+from kueue_graphql.core.conditions import holds_quota_in
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError, UnavailableError
 from kueue_graphql.diagnosis.ahead import AheadEntry, AheadInput
 from kueue_graphql.diagnosis.headroom import headroom
@@ -183,11 +184,7 @@ async def _start(
     cq_name = str((cluster_queue.get("metadata") or {}).get("name"))
     try:
         page = await reader.workloads(namespace)
-        own = [
-            w
-            for w in page.items
-            if ((w.get("status") or {}).get("admission") or {}).get("clusterQueue") == cq_name
-        ]
+        own = [w for w in page.items if holds_quota_in(w, cq_name)]
     except ForbiddenError:
         own = []
     jobs = await asyncio.gather(*(_job_of(reader, w) for w in own))

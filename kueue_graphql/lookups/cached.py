@@ -20,6 +20,7 @@ request and implements `KueueReader`:
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -530,12 +531,31 @@ class _CacheChange:
             await self._other.close()
 
 
+def _queue_order(workload: JsonObject) -> tuple[int, str]:
+    """Kueue v0.17's order of a ClusterQueue's pending Workloads (diagnosis/ahead.py): priority,
+    higher first, then the queue timestamp: the eviction time of a Workload evicted and
+    requeued (`requeuingTimestamp: Eviction`, the default), else its creation time."""
+    priority = _spec(workload).get("priority")
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    evicted = next(
+        (
+            c.get("lastTransitionTime")
+            for c in conditions
+            if c.get("type") == "Evicted" and c.get("status") == "True"
+        ),
+        None,
+    )
+    stamp = evicted or _meta(workload).get("creationTimestamp") or ""
+    return -(priority if isinstance(priority, int) else 0), str(stamp)
+
+
 class CachedQuotaReads:
     """The disclosure policy's QuotaSource in the `cache` read mode: ClusterQueues, Cohorts,
     ResourceFlavors and WorkloadPriorityClasses from the cache's watch-fed stores (read under
-    the service's identity already, so no further API call); what the cache does not hold (the
-    visibility API's ClusterQueue pending list, PriorityClasses, a kind whose store is not
-    served) through `fallback`, the per-request service reads."""
+    the service's identity already, so no further API call), and a ClusterQueue's pending list
+    from the Workload and LocalQueue stores in Kueue's queue order; what the cache does not
+    hold (PriorityClasses, which are not a Kueue kind; a kind whose store is not served)
+    through `fallback`, the per-request service reads."""
 
     def __init__(self, cache: KueueCache, fallback: ServiceQuotaReads) -> None:
         self._cache = cache
@@ -563,4 +583,24 @@ class CachedQuotaReads:
         return store.items(ALL)
 
     async def cluster_queue_pending(self, name: str, limit: int) -> list[JsonObject]:
-        return await self._fallback.cluster_queue_pending(name, limit)
+        """The first `limit` of the ClusterQueue's pending Workloads (active, in one of its
+        LocalQueues, no quota reserved) in Kueue's queue order, shaped as the visibility API's
+        entries: priority, creationTimestamp, positionInClusterQueue (no name is passed on).
+        O(n log limit) in the ClusterQueue's pending Workloads."""
+        check_name(name)
+        workloads, queues = self._cache.store_for(WORKLOAD), self._cache.store_for(LOCAL_QUEUE)
+        if workloads is None or queues is None:
+            return await self._fallback.cluster_queue_pending(name, limit)
+        pending: list[JsonObject] = []
+        for queue in queues.items(("lq", ANY, name)):
+            key = ("wl", _meta(queue).get("namespace"), _meta(queue).get("name"), "", "pending")
+            pending += [w for w in workloads.items(key) if _spec(w).get("active") is not False]
+        first = heapq.nsmallest(max(1, limit), pending, key=_queue_order)
+        return [
+            {
+                "metadata": {"creationTimestamp": _meta(w).get("creationTimestamp")},
+                "priority": -_queue_order(w)[0],
+                "positionInClusterQueue": position,
+            }
+            for position, w in enumerate(first)
+        ]

@@ -246,6 +246,10 @@ class ObjectStore:
                 bisect.insort(state.postings.setdefault(index_key, []), key)
         self._tell(obj)
 
+    def size(self) -> int:
+        """Objects in the store now (0 before the first list)."""
+        return len(self._state.objects) if self._state is not None else 0
+
     def touch(self) -> None:
         """The API server was heard from (a watch opened) without a change."""
         if self._state is not None:

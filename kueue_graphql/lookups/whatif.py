@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kueue_graphql import diagnosis as dx
+from kueue_graphql.core.conditions import holds_quota_in
 from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundError
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
 from kueue_graphql.diagnosis.whatif import (
@@ -111,15 +112,13 @@ async def resolve_priority(
 
 
 def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate | None:
-    """An admitted (quota-reserved, not evicted) Workload of the ClusterQueue."""
+    """An admitted (quota-reserved, not finished, not evicted) Workload of the ClusterQueue."""
+    if not holds_quota_in(workload, cluster_queue):
+        return None
     status = workload.get("status") or {}
     admission = status.get("admission") or {}
-    if admission.get("clusterQueue") != cluster_queue:
-        return None
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
     reserved_cond = conditions.get("QuotaReserved") or {}
-    if reserved_cond.get("status") != "True":
-        return None
     if (conditions.get("Evicted") or {}).get("status") == "True":
         return None
     reserved: dict[tuple[str, str], Fraction] = {}

@@ -175,6 +175,35 @@ class Cluster:
             "create", "token", name, "-n", namespace, f"--duration={expiration_seconds}s"
         ).stdout.strip()
 
+    def api_server_pid(self) -> int:
+        """The kube-apiserver of this control plane (pids.json), checked not to be recycled."""
+        recorded = json.loads((self.state_dir / "pids.json").read_text())
+        pids = [int(e["pid"]) for e in recorded if e["name"] == "kube-apiserver"]
+        if len(pids) != 1 or not _belongs_to(pids[0], self.state_dir):
+            raise ClusterError(f"no single kube-apiserver of {self.state_dir} in {recorded}")
+        return pids[0]
+
+    @contextlib.contextmanager
+    def api_server_frozen(self, timeout: float = 5.0) -> Iterator[int]:
+        """SIGSTOP the kube-apiserver until the block ends (SIGCONT, always).
+
+        The block starts only once every thread of the process is seen stopped in /proc: kill()
+        returns before a group stop is complete, and a thread still running on a loaded machine
+        could answer one more request."""
+        pid = self.api_server_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + timeout
+            while not _all_threads_stopped(pid):
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"kube-apiserver {pid} still running {timeout:g} s after SIGSTOP"
+                    )
+                time.sleep(0.005)
+            yield pid
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
     def is_healthy(self) -> bool:
         if not (self.state_dir / "env").is_file() or not self.kubectl_bin.exists():
             return False
@@ -1108,6 +1137,18 @@ def _process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    """Every thread of `pid` in state T (stopped) or t (traced), per /proc/<pid>/task/*/stat."""
+    tasks = Path(f"/proc/{pid}/task")
+    for task in tasks.iterdir():
+        with contextlib.suppress(OSError):
+            stat = (task / "stat").read_text()
+            # The state follows the command name, which is in parentheses and may hold spaces.
+            if stat.rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                return False
     return True
 
 

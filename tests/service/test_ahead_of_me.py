@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.http import ReadMode
+from kueue_graphql.kube.client import ApiCall
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
-from tests.service.conftest import Server, running_server
+from tests.service.conftest import Server, running_server, server_in_mode
 
 pytestmark = pytest.mark.cluster
 
@@ -205,6 +207,14 @@ async def disclosing(service_kubeconfig: Path) -> AsyncIterator[Server]:
         yield s
 
 
+@pytest.fixture(scope="module")
+async def disclosing_cached(cluster: Cluster, queue: None) -> AsyncIterator[Server]:
+    async with server_in_mode(
+        cluster, ReadMode.CACHE, quota_disclosure=QuotaDisclosure.QUOTA
+    ) as started:
+        yield started
+
+
 def _admin_positions(cluster: Cluster) -> tuple[int, int]:
     cq_items = _raw(cluster, f"{VIS}/clusterqueues/{CQ}/pendingworkloads")["items"]
     lq_items = _raw(cluster, f"{VIS}/namespaces/{NS}/localqueues/lq-ahead/pendingworkloads")[
@@ -280,3 +290,30 @@ async def test_admitted_workload_has_nothing_ahead(
     )
     assert "errors" not in body, body
     assert body["data"]["diagnose"]["aheadOfMe"] is None
+
+
+async def test_cache_mode_orders_the_cluster_queue_from_the_cache(
+    disclosing: Server, disclosing_cached: Server, cluster: Cluster, queue: None
+) -> None:
+    """In `cache` mode the policy's ClusterQueue pending list comes from the Workload store in
+    Kueue's queue order: the same aheadOfMe as from the visibility API, and no Kueue read
+    (objects or visibility) under the service's own identity."""
+    variables, token = {"ns": NS, "name": "target"}, cluster.token("alice")
+    from_api = await disclosing.query(QUERY, variables, token=token)
+    await disclosing_cached.query(QUERY, variables, token=token)  # access decisions cached
+    calls: list[ApiCall] = []
+    disclosing_cached.kube.observers.append(calls.append)
+    try:
+        from_cache = await disclosing_cached.query(QUERY, variables, token=token)
+    finally:
+        disclosing_cached.kube.observers.remove(calls.append)
+    assert "errors" not in from_cache, from_cache
+    ahead = from_cache["data"]["diagnose"]["aheadOfMe"]
+    assert ahead == from_api["data"]["diagnose"]["aheadOfMe"]
+    assert ahead["whyAheadInClusterQueue"] == {
+        "higherPriority": 2, "samePriorityEarlier": 2, "samePriorityRequeued": 0
+    }  # fmt: skip
+    kueue = ("/apis/kueue.x-k8s.io/", "/apis/visibility.kueue.x-k8s.io/")
+    as_service = [c.describe() for c in calls if c.as_user is None and c.path.startswith(kueue)]
+    assert as_service == []
+    _no_other_tenant(from_cache)

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_graphql.http import ReadMode
 from kueue_graphql.kube.client import ApiCall, KubeClient
@@ -165,6 +163,65 @@ async def test_changes_reach_the_cache(cache_server: Server, cluster: Cluster) -
     await converged(cache_server, cluster)
 
 
+def cache_metrics(text: str) -> dict[str, dict[str, float]]:
+    """/metrics' kueue_graphql_cache_* samples: name -> resource -> value."""
+    out: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith("kueue_graphql_cache_"):
+                out.setdefault(sample.name, {})[sample.labels["resource"]] = sample.value
+    return out
+
+
+async def test_metrics_report_every_informer(cache_server: Server, cluster: Cluster) -> None:
+    """/metrics says, per cached kind: objects (what kubectl counts), synced, the age of the
+    last word from the API server, the resourceVersion, lists, watches, events, failures;
+    a change shows as an event and a newer resourceVersion."""
+    resources = {"workloads", "localqueues", "clusterqueues", "cohorts", "resourceflavors"}
+    resources |= {"admissionchecks", "workloadpriorityclasses", "topologies"}
+    for _ in range(100):  # each watch opens right after its list
+        metrics = cache_metrics((await cache_server.http.get("/metrics")).text)
+        if set(metrics.get("kueue_graphql_cache_watches_total", {})) == resources and all(
+            v >= 1 for v in metrics["kueue_graphql_cache_watches_total"].values()
+        ):
+            break
+        await asyncio.sleep(0.1)
+    assert set(metrics["kueue_graphql_cache_objects"]) == resources
+    assert set(metrics["kueue_graphql_cache_synced"].values()) == {1.0}
+    for kind in ("workloads", "localqueues", "clusterqueues"):
+        shown = json.loads(cluster.kubectl("get", kind, "-A", "-o", "json").stdout)["items"]
+        assert metrics["kueue_graphql_cache_objects"][kind] == len(shown), kind
+    for name in ("lists", "watches"):
+        assert min(metrics[f"kueue_graphql_cache_{name}_total"].values()) >= 1, name
+    assert set(metrics["kueue_graphql_cache_failures_total"].values()) == {0.0}
+    assert set(metrics["kueue_graphql_cache_watch_gone_total"].values()) == {0.0}
+    assert 0 <= max(metrics["kueue_graphql_cache_last_event_age_seconds"].values()) < 120
+    version = metrics["kueue_graphql_cache_resource_version"]["localqueues"]
+    events = metrics["kueue_graphql_cache_watch_events_total"]["localqueues"]
+    mark = uuid.uuid4().hex[:12]
+    cluster.kubectl(
+        "label", "localqueue", "lq-team-a", "-n", "team-a",
+        f"kueue-graphql.example/mark={mark}", "--overwrite",
+    )  # fmt: skip
+    # (kubectl label -o json prints the object with its version before the change)
+    changed = cluster.kubectl("get", "localqueue", "lq-team-a", "-n", "team-a", "-o", "json")
+    written = int(json.loads(changed.stdout)["metadata"]["resourceVersion"])
+    try:
+        for _ in range(100):
+            after = cache_metrics((await cache_server.http.get("/metrics")).text)
+            if after["kueue_graphql_cache_resource_version"]["localqueues"] >= written:
+                break
+            await asyncio.sleep(0.1)
+        assert after["kueue_graphql_cache_resource_version"]["localqueues"] >= written > version
+        assert after["kueue_graphql_cache_watch_events_total"]["localqueues"] > events
+        assert after["kueue_graphql_cache_last_event_age_seconds"]["localqueues"] < 10
+    finally:
+        cluster.kubectl(
+            "label", "localqueue", "lq-team-a", "-n", "team-a", "kueue-graphql.example/mark-",
+            check=False,
+        )  # fmt: skip
+
+
 def _write_local_queue(cluster: Cluster, name: str) -> Any:
     path = cluster.state_dir / f"{name}.yaml"
     path.write_text(
@@ -180,23 +237,6 @@ def _write_local_queue(cluster: Cluster, name: str) -> Any:
     return path
 
 
-def api_server_pid(cluster: Cluster) -> int:
-    recorded = json.loads((cluster.state_dir / "pids.json").read_text())
-    pid = next(int(e["pid"]) for e in recorded if e["name"] == "kube-apiserver")
-    # Our own control plane's process (started with cwd = its state directory), not another.
-    assert os.path.realpath(f"/proc/{pid}/cwd") == os.path.realpath(cluster.state_dir)
-    return pid
-
-
-@contextmanager
-def api_server_stopped(pid: int) -> Iterator[None]:
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
-
-
 @pytest.mark.disrupts_cluster
 async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
     cache_server: Server, cluster: Cluster
@@ -208,10 +248,9 @@ async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
     token = cluster.token("alice")
     # Warm: the token review and access decisions are cached, so some answers need no API call.
     await cache_server.query(LOCAL_QUEUES, token=token)
-    pid = api_server_pid(cluster)
     outcomes: list[str] = []
     stopped_at = time.monotonic()
-    with api_server_stopped(pid):
+    with cluster.api_server_frozen():
         while time.monotonic() - stopped_at < 8:
             body = await cache_server.query(LOCAL_QUEUES, token=token)
             if body.get("errors"):
@@ -281,6 +320,7 @@ async def test_a_watch_from_a_version_too_old_is_gone_and_the_informer_lists_aga
             assert store.count(ALL) == listed  # the previous complete state meanwhile
             await asyncio.sleep(0.1)
         assert informer.status.lists >= 2
+        assert informer.status.gone >= 1
         assert informer.problem() is None
         assert int(store.resource_version) > 1
     finally:

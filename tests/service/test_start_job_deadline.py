@@ -1,9 +1,11 @@
 """The start estimate from the holder's Job `activeDeadlineSeconds`, on the real control plane.
 
 Its own ClusterQueue (1 CPU) is held by an admitted Job `holder` (activeDeadlineSeconds 7200) in
-namespace start-a; Workload `target` waits behind it. alice (tenant reader there, may read Jobs)
-gets "released by startTime + 7200 s"; carol (may read Workloads and LocalQueues there, not
-Jobs) gets no number and why: the Job is read as the caller, never as the service.
+namespace start-a; Workload `target` waits behind it. Workload `finished` was admitted there
+before and has finished: it still carries its admission and holds nothing. alice (tenant
+reader there, may read Jobs) gets "released by startTime + 7200 s"; carol (may read Workloads
+and LocalQueues there, not Jobs) gets no number and why: the Job is read as the caller, never
+as the service.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,14 @@ HOLDER = {
     "spec": {"activeDeadlineSeconds": DEADLINE, "backoffLimit": 0,
              "template": {"metadata": {"labels": LABELS}, "spec": _pod("1")}},
 }  # fmt: skip
+# Admitted, then finished, before the holder starts: it keeps status.admission and
+# QuotaReserved=True, but holds no quota (Kueue drops finished Workloads from its cache).
+FINISHED = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+    "metadata": {"name": "finished", "namespace": NS, "labels": LABELS},
+    "spec": {"queueName": "lq-start", "priority": 0,
+             "podSets": [{"name": "main", "count": 1, "template": {"spec": _pod("1")}}]},
+}  # fmt: skip
 TARGET = {
     "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
     "metadata": {"name": "target", "namespace": NS, "labels": LABELS},
@@ -123,6 +133,37 @@ def _cleanup(cluster: Cluster) -> None:
     cluster.kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found", check=False)
 
 
+def _condition(workload: dict[str, Any], kind: str) -> str | None:
+    for c in (workload.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return str(c.get("status"))
+    return None
+
+
+def _finish_a_workload(cluster: Cluster) -> None:
+    """Workload FINISHED admitted, then marked Finished as a job integration would (the status
+    subresource, as admin), until the ClusterQueue reserves nothing again."""
+    _apply(cluster, [FINISHED])
+    deadline = time.monotonic() + 60
+    while _condition(cluster.get_json("workload", "finished", "-n", NS), "QuotaReserved") != "True":
+        assert time.monotonic() < deadline, "Kueue did not reserve quota for Workload finished"
+        time.sleep(0.5)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    finished = {"type": "Finished", "status": "True", "reason": "Succeeded",
+                "message": "marked finished by the test", "lastTransitionTime": now}  # fmt: skip
+    cluster.kubectl(
+        "patch", "workload", "finished", "-n", NS, "--subresource=status", "--type=json",
+        "-p", json.dumps([{"op": "add", "path": "/status/conditions/-", "value": finished}]),
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while _reserved_cpu(cluster.get_json("clusterqueue", CQ)):
+        assert time.monotonic() < deadline, f"{CQ} still reserves the finished Workload's quota"
+        time.sleep(0.5)
+    workload = cluster.get_json("workload", "finished", "-n", NS)
+    assert _condition(workload, "QuotaReserved") == "True", workload["status"]
+    assert workload["status"]["admission"]["clusterQueue"] == CQ
+
+
 @pytest.fixture(scope="module")
 def held(cluster: Cluster) -> Iterator[datetime]:
     """The setting; yields the holder Job's status.startTime."""
@@ -134,6 +175,7 @@ def held(cluster: Cluster) -> Iterator[datetime]:
     try:
         _apply(cluster, _rbac())
         _apply(cluster, _queues())
+        _finish_a_workload(cluster)
         _apply(cluster, [HOLDER])
         deadline = time.monotonic() + 60
         while not (cluster.get_json("job", "holder", "-n", NS).get("status") or {}).get(

@@ -21,11 +21,12 @@ from websockets.typing import Subprotocol
 from websockets.uri import parse_uri
 
 from kueue_graphql.context import LiveLimits
+from kueue_graphql.http import ReadMode
 from tests.cluster.driver import Cluster
-from tests.service.conftest import Server, running_server
+from tests.service.conftest import Server, running_server, server_in_mode
 from tests.service.live_client import PROTOCOL, Subscriber, subscriber
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 TTL_SECONDS = 3.0
 SEND_QUEUE = 2
@@ -173,9 +174,11 @@ def scenario(cluster: Cluster) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-async def live_server(service_kubeconfig: Any) -> AsyncIterator[Server]:
-    async with running_server(
-        service_kubeconfig,
+async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Server]:
+    # Both read modes: cache mode wakes on the informers (CacheChanges), over WebSocket and HTTP.
+    async with server_in_mode(
+        cluster,
+        read_mode,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
         live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE),
@@ -594,3 +597,120 @@ async def test_subscription_metrics_without_user_labels(
     lines = [line for line in after.splitlines() if "subscription" in line]
     assert not [line for line in lines if "alice" in line or "team-a" in line or "wl-" in line]
     cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")
+
+
+def _token_reviews(metrics: str) -> float:
+    """TokenReviews sent (accepted or rejected; cache hits are not reviews) and API calls on
+    tokenreviews, summed over labels."""
+    total = 0.0
+    for line in metrics.splitlines():
+        reviewed = line.startswith("kueue_graphql_token_reviews_total") and "cache_hit" not in line
+        called = line.startswith("kueue_graphql_api_calls_total") and "tokenreviews" in line
+        if reviewed or called:
+            total += float(line.split()[-1])
+    return total
+
+
+async def test_http_multipart_rejected_token_is_401_like_a_query(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    """A token TokenReview rejects: the same 401 (status, challenge, body) as a query gets,
+    before any stream starts; a malformed Authorization header: 401 without a TokenReview."""
+    apply(cluster, workload_manifest("wl-stream-a"))
+    variables = {"ns": "team-a", "name": "wl-stream-a"}
+    bogus = "definitely-not-a-valid-token-0123456789"
+    query = await live_server.post("{ viewer { username } }", token=bogus)
+    assert query.status_code == 401
+    headers = {"Authorization": f"Bearer {bogus}", "Accept": MULTIPART_ACCEPT}
+    body = {"query": WORKLOAD_EVENTS, "variables": variables}
+    refused = await live_server.http.post("/graphql", json=body, headers=headers)
+    assert refused.status_code == 401, refused.text
+    assert refused.headers["content-type"].startswith("application/json")
+    assert refused.headers["www-authenticate"] == query.headers["www-authenticate"]
+    assert refused.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+    assert refused.json() == query.json()
+    (error,) = refused.json()["errors"]
+    assert error["extensions"]["code"] == "UNAUTHENTICATED"
+    assert bogus not in refused.text
+    assert live_server.app.state.services.live.total == 0
+
+    before = _token_reviews((await live_server.http.get("/metrics")).text)
+    for authorization in ("Basic YTpi", "Bearer", f"Bearer {bogus} {bogus}", "Token abc"):
+        malformed = await live_server.http.post(
+            "/graphql",
+            json=body,
+            headers={"Authorization": authorization, "Accept": MULTIPART_ACCEPT},
+        )
+        assert malformed.status_code == 401, (authorization, malformed.text)
+        assert malformed.headers["www-authenticate"] == 'Bearer error="invalid_request"'
+        codes = [e["extensions"]["code"] for e in malformed.json()["errors"]]
+        assert codes == ["UNAUTHENTICATED"]
+    after = _token_reviews((await live_server.http.get("/metrics")).text)
+    assert after == before, "a malformed Authorization header cost a TokenReview"
+
+    # A valid token still streams (the first message is what the head waited for).
+    headers = {"Authorization": f"Bearer {cluster.token('alice')}", "Accept": MULTIPART_ACCEPT}
+    async with live_server.http.stream("POST", "/graphql", json=body, headers=headers) as response:
+        assert response.status_code == 200
+        first = await MultipartParts(response).next()
+        assert first is not None
+        assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+    cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")
+
+
+async def test_http_multipart_subscription_over_get(
+    live_server: Server, service_kubeconfig: Any, cluster: Cluster, scenario: None
+) -> None:
+    """GET follows --allow-get-queries: off (the default), a 405 BAD_REQUEST naming the
+    switch, before any API call; on, the same stream as over POST, and the same 401s."""
+    apply(cluster, workload_manifest("wl-stream-b"))
+    params = {
+        "query": WORKLOAD_EVENTS,
+        "variables": json.dumps({"ns": "team-a", "name": "wl-stream-b"}),
+    }
+    alice = {"Authorization": f"Bearer {cluster.token('alice')}", "Accept": MULTIPART_ACCEPT}
+    off = await live_server.http.get("/graphql", params=params, headers=alice)
+    assert off.status_code == 405, off.text
+    assert off.headers["allow"] == "POST"
+    (error,) = off.json()["errors"]
+    assert error["extensions"]["code"] == "BAD_REQUEST"
+    assert "subscriptions over GET" in error["message"]
+    assert "--allow-get-queries" in error["message"]
+    assert live_server.app.state.services.live.total == 0
+
+    async with running_server(
+        service_kubeconfig,
+        allow_get_queries=True,
+        token_cache_ttl_seconds=TTL_SECONDS,
+        authz_cache_ttl_seconds=TTL_SECONDS,
+        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE),
+    ) as on:
+        services = on.app.state.services
+        async with on.http.stream("GET", "/graphql", params=params, headers=alice) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("multipart/mixed")
+            parts = MultipartParts(response)
+            first = await parts.next()
+            assert first is not None
+            assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+            assert services.live.total == 1
+            cluster.kubectl("label", "workload", "wl-stream-b", "-n", "team-a", "stream=get")
+            while True:
+                part = await parts.next()
+                assert part is not None
+                workload = part["payload"]["data"]["workload"]["workload"]
+                if (workload["labels"] or {}).get("stream") == "get":
+                    break
+        for _ in range(50):
+            if services.live.total == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert services.live.total == 0
+        bogus = {"Authorization": "Bearer not-a-token-at-all", "Accept": MULTIPART_ACCEPT}
+        rejected = await on.http.get("/graphql", params=params, headers=bogus)
+        assert rejected.status_code == 401, rejected.text
+        assert rejected.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+        missing = await on.http.get("/graphql", params=params, headers={"Accept": MULTIPART_ACCEPT})
+        assert missing.status_code == 401, missing.text
+        assert missing.headers["www-authenticate"] == "Bearer"
+    cluster.kubectl("delete", "workload", "wl-stream-b", "-n", "team-a")

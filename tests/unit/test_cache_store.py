@@ -14,8 +14,10 @@ import pytest
 
 from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.kube.changes import WatchTarget
+from kueue_graphql.kube.client import ApiCallMeter
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
-from kueue_graphql.lookups.cached import CacheChanges, KueueCache
+from kueue_graphql.lookups.cached import CacheChanges, CachedQuotaReads, KueueCache
+from kueue_graphql.lookups.disclosure import ServiceQuotaReads
 from kueue_graphql.lookups.paging import Page, PageRequest, object_order_key, page_of
 from kueue_graphql.lookups.selection import (
     admitted_cluster_queue,
@@ -350,3 +352,57 @@ async def test_cache_changes_wake_a_subscription_after_the_store_has_the_change(
         await by_name.close()
         await whole_namespace.close()
     assert not store._listeners
+
+
+def _pending_workload(
+    namespace: str, name: str, queue: str, priority: int, created: str, **status: Any
+) -> dict[str, Any]:
+    conditions = [
+        {"type": kind, "status": "True", "lastTransitionTime": at} for kind, at in status.items()
+    ]
+    return {
+        "metadata": {"namespace": namespace, "name": name, "creationTimestamp": created},
+        "spec": {"queueName": queue, "priority": priority},
+        "status": {"conditions": conditions},
+    }
+
+
+async def test_cluster_queue_pending_from_the_cache_in_kueues_queue_order() -> None:
+    """The disclosure policy's pending list of a ClusterQueue in cache mode: its LocalQueues'
+    pending, active Workloads by priority, then creation (or eviction) time; no API call (the
+    fallback has no client)."""
+    cache = KueueCache(None)
+    queues = [
+        {"metadata": {"namespace": ns, "name": lq}, "spec": {"clusterQueue": cq}}
+        for ns, lq, cq in (("a", "lq", "cq"), ("b", "lq", "cq"), ("c", "lq", "other"))
+    ]
+    cache.stores[LOCAL_QUEUE].replace(queues, "1")
+    inactive = _pending_workload("a", "inactive", "lq", 100, "2026-01-01T00:00:00Z")
+    inactive["spec"]["active"] = False
+    workloads = [
+        _pending_workload("a", "early", "lq", 0, "2026-01-01T00:00:01Z"),
+        _pending_workload("b", "high", "lq", 10, "2026-01-01T00:00:05Z"),
+        _pending_workload("b", "late", "lq", 0, "2026-01-01T00:00:09Z"),
+        # Created first, evicted and requeued later: ordered by its eviction time.
+        _pending_workload(
+            "a", "requeued", "lq", 0, "2026-01-01T00:00:00Z", Evicted="2026-01-01T00:00:07Z"
+        ),
+        _pending_workload(
+            "a", "admitted", "lq", 50, "2026-01-01T00:00:00Z", QuotaReserved="2026-01-01T00:00:02Z"
+        ),
+        _pending_workload("c", "elsewhere", "lq", 99, "2026-01-01T00:00:00Z"),
+        inactive,
+    ]
+    cache.stores[WORKLOAD].replace(workloads, "1")
+    reads = CachedQuotaReads(cache, ServiceQuotaReads(None, ApiCallMeter(budget=0)))  # type: ignore[arg-type]
+    entries = await reads.cluster_queue_pending("cq", 10)
+    assert [(e["priority"], e["metadata"]["creationTimestamp"]) for e in entries] == [
+        (10, "2026-01-01T00:00:05Z"),
+        (0, "2026-01-01T00:00:01Z"),
+        (0, "2026-01-01T00:00:00Z"),  # requeued at :07
+        (0, "2026-01-01T00:00:09Z"),
+    ]
+    assert [e["positionInClusterQueue"] for e in entries] == [0, 1, 2, 3]
+    assert all("name" not in e["metadata"] for e in entries)
+    assert len(await reads.cluster_queue_pending("cq", 2)) == 2
+    assert await reads.cluster_queue_pending("none", 5) == []

@@ -22,6 +22,7 @@ NOT_LIMITS = {
     "cors_allow_origins",
     "quota_disclosure",
     "read_mode",
+    "cache_gc_freeze",
 }
 NESTED = ("query_limits", "request_limits", "live_limits")
 

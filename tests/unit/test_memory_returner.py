@@ -1,0 +1,62 @@
+"""core.memory: free memory goes back to the OS once subscription closes pause (pure timing,
+with a counting stand-in for malloc_trim, and the real glibc call once)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from kueue_graphql.core.memory import FreeMemoryReturner, glibc_malloc_trim
+
+
+class CountingTrim:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.threads: set[int] = set()
+
+    def __call__(self) -> int:
+        self.calls += 1
+        self.threads.add(threading.get_ident())
+        return 1
+
+
+async def test_a_burst_of_closes_is_one_trim_after_the_quiet_time() -> None:
+    trim = CountingTrim()
+    returner = FreeMemoryReturner(trim, quiet_seconds=0.05, max_delay_seconds=5)
+    for _ in range(50):
+        returner.closed()
+    assert trim.calls == 0
+    await asyncio.sleep(0.3)
+    assert trim.calls == 1
+    assert returner.trims == 1
+    # Off the event loop's thread.
+    assert threading.get_ident() not in trim.threads
+
+
+async def test_steady_churn_is_trimmed_within_the_maximum_delay() -> None:
+    trim = CountingTrim()
+    returner = FreeMemoryReturner(trim, quiet_seconds=0.2, max_delay_seconds=0.3)
+    for _ in range(12):  # a close every 0.1 s: never quiet for 0.2 s
+        returner.closed()
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    assert 2 <= trim.calls <= 5, trim.calls
+
+
+async def test_without_glibc_nothing_is_scheduled() -> None:
+    returner = FreeMemoryReturner(None, quiet_seconds=0.01)
+    returner.closed()
+    await asyncio.sleep(0.05)
+    assert returner.trims == 0
+
+
+def test_closed_outside_a_running_loop_is_ignored() -> None:
+    trim = CountingTrim()
+    FreeMemoryReturner(trim).closed()
+    assert trim.calls == 0
+
+
+def test_glibc_malloc_trim_is_callable_here() -> None:
+    trim = glibc_malloc_trim()
+    assert trim is not None  # this machine runs glibc (Debian)
+    assert trim() in (0, 1)
