@@ -104,7 +104,17 @@ async def test_pods_and_events_are_listed_while_the_job_is_read(
         del api.call_api
     assert "errors" not in body, body["errors"]
     assert body["data"]["workloadFor"]["job"]["pods"], "healthy-running has a Pod"
-    assert body["data"]["workloadFor"]["events"]
+    # The Workload's Events as kubectl lists them for viewer (none once the control plane's
+    # 1 h event TTL has passed: the order below holds either way).
+    workload = body["data"]["workloadFor"]
+    selector = f"involvedObject.kind=Workload,involvedObject.name={workload['name']}"
+    listed = cluster.get_json(
+        "events", "-n", "team-a", "--field-selector", selector, user="viewer"
+    )["items"]
+    assert sorted(e["reason"] for e in workload["events"]) == sorted(e["reason"] for e in listed), (
+        workload["events"],
+        listed,
+    )
     assert order == ["pods sent", "events sent", "job answered"] or order == [
         "events sent",
         "pods sent",
