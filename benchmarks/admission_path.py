@@ -202,6 +202,24 @@ KUBECONFIGS = {
 }
 
 
+def wait_ready(
+    url: str, process: subprocess.Popen[bytes], seconds: float, what: str = "the server"
+) -> float:
+    """Poll `url`/readyz until it answers 200; the seconds that took. SystemExit when the
+    process exits first or `seconds` pass (every benchmark that starts a server uses this)."""
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if process.poll() is not None:
+            raise SystemExit(f"{what} exited with {process.returncode}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return time.monotonic() - started
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{what} did not become ready within {seconds:g} s")
+
+
 @contextmanager
 def server(
     cache_ttl: str | None, read_mode: str = "impersonate"
@@ -214,17 +232,7 @@ def server(
     url = f"http://127.0.0.1:{port}"
     try:
         # The cache read mode is ready once every informer has listed its kind.
-        for _ in range(1200):
-            if process.poll() is not None:
-                raise SystemExit(f"the server exited with {process.returncode}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        else:
-            raise SystemExit("the server did not become ready within 120 s")
+        wait_ready(url, process, 120)
         yield url, process
     finally:
         process.terminate()

@@ -55,6 +55,7 @@ from admission_path import (
     free_port,
     percentile,
     token,
+    wait_ready,
 )
 
 QUERIES = {"alice": ADMISSION_PATH_TENANT, "viewer": ADMISSION_PATH}
@@ -99,18 +100,7 @@ def server(label: str, tree: Path) -> Iterator[tuple[str, subprocess.Popen[bytes
     process = subprocess.Popen(command, cwd=tree, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        started = time.monotonic()
-        while time.monotonic() - started < 120:
-            if process.poll() is not None:
-                raise SystemExit(f"the {label} server exited with {process.returncode}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        else:
-            raise SystemExit(f"the {label} server did not become ready within 120 s")
+        wait_ready(url, process, 120, f"the {label} server")
         print(f"  {label} server ready (pid {process.pid}, {tree})", flush=True)
         yield url, process
     finally:

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from admission_path import wait_ready
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".cluster"
@@ -180,17 +181,7 @@ def server() -> Iterator[Server]:
     process = subprocess.Popen(command, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            if process.poll() is not None:
-                raise SystemExit(f"the server exited with {process.returncode}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        else:
-            raise SystemExit("the server did not become ready within 30 s")
+        wait_ready(url, process, 30)
         yield Server(url, process, report)
     finally:
         process.terminate()

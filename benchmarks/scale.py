@@ -56,6 +56,7 @@ from admission_path import (
     free_port,
     percentile,
     rss_kib,
+    wait_ready,
 )
 
 NAMESPACE = "bench-scale"
@@ -355,19 +356,8 @@ def server(
     process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     url = f"http://127.0.0.1:{port}"
     try:
-        started = time.monotonic()
-        while time.monotonic() - started < 300:
-            if process.poll() is not None:
-                raise SystemExit(f"the server exited with {process.returncode}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        else:
-            raise SystemExit("the server did not become ready within 300 s")
-        print(f"  server ready in {time.monotonic() - started:.1f} s (pid {process.pid})")
+        took = wait_ready(url, process, 300)
+        print(f"  server ready in {took:.1f} s (pid {process.pid})")
         yield url, process
     finally:
         process.terminate()

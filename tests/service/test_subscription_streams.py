@@ -23,7 +23,7 @@ from websockets.uri import parse_uri
 from kueue_graphql.context import LiveLimits
 from kueue_graphql.http import ReadMode
 from tests.cluster.driver import Cluster
-from tests.service.conftest import Server, running_server, server_in_mode
+from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import PROTOCOL, Subscriber, subscriber
 
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
@@ -507,6 +507,36 @@ class MultipartParts:
             self.buffer += chunk
 
 
+async def follow_label_change(
+    response: httpx.Response, services: Any, cluster: Cluster, name: str, value: str
+) -> None:
+    """A multipart stream of `workload(team-a, name)`: INITIAL first with one subscription
+    open, then, after the label `stream=value` is set, the part that shows it."""
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("multipart/mixed")
+    parts = MultipartParts(response)
+    first = await parts.next()
+    assert first is not None
+    assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+    assert services.live.total == 1
+    cluster.kubectl("label", "workload", name, "-n", "team-a", f"stream={value}")
+    while True:
+        part = await parts.next()
+        assert part is not None
+        workload = part["payload"]["data"]["workload"]["workload"]
+        if (workload["labels"] or {}).get("stream") == value:
+            break
+
+
+async def all_closed(services: Any) -> None:
+    """Every subscription slot is free again (within 5 s)."""
+    for _ in range(50):
+        if services.live.total == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert services.live.total == 0
+
+
 async def test_http_multipart_subscription(
     live_server: Server, cluster: Cluster, scenario: None
 ) -> None:
@@ -515,26 +545,9 @@ async def test_http_multipart_subscription(
     headers = {"Authorization": f"Bearer {cluster.token('alice')}", "Accept": MULTIPART_ACCEPT}
     body = {"query": WORKLOAD_EVENTS, "variables": {"ns": "team-a", "name": "wl-stream-a"}}
     async with live_server.http.stream("POST", "/graphql", json=body, headers=headers) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("multipart/mixed")
-        parts = MultipartParts(response)
-        first = await parts.next()
-        assert first is not None
-        assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
-        assert services.live.total == 1
-        cluster.kubectl("label", "workload", "wl-stream-a", "-n", "team-a", "stream=http")
-        while True:
-            part = await parts.next()
-            assert part is not None
-            workload = part["payload"]["data"]["workload"]["workload"]
-            if (workload["labels"] or {}).get("stream") == "http":
-                break
+        await follow_label_change(response, services, cluster, "wl-stream-a", "http")
     # The client went away: the subscription, its watch and its slot are gone.
-    for _ in range(50):
-        if services.live.total == 0:
-            break
-        await asyncio.sleep(0.1)
-    assert services.live.total == 0
+    await all_closed(services)
     cluster.kubectl("delete", "workload", "wl-stream-a", "-n", "team-a")
 
 
@@ -659,7 +672,7 @@ async def test_http_multipart_rejected_token_is_401_like_a_query(
 
 
 async def test_http_multipart_subscription_over_get(
-    live_server: Server, service_kubeconfig: Any, cluster: Cluster, scenario: None
+    live_server: Server, read_mode: ReadMode, cluster: Cluster, scenario: None
 ) -> None:
     """GET follows --allow-get-queries: off (the default), a 405 BAD_REQUEST naming the
     switch, before any API call; on, the same stream as over POST, and the same 401s."""
@@ -678,8 +691,9 @@ async def test_http_multipart_subscription_over_get(
     assert "--allow-get-queries" in error["message"]
     assert live_server.app.state.services.live.total == 0
 
-    async with running_server(
-        service_kubeconfig,
+    async with server_in_mode(
+        cluster,
+        read_mode,
         allow_get_queries=True,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
@@ -687,25 +701,8 @@ async def test_http_multipart_subscription_over_get(
     ) as on:
         services = on.app.state.services
         async with on.http.stream("GET", "/graphql", params=params, headers=alice) as response:
-            assert response.status_code == 200
-            assert response.headers["content-type"].startswith("multipart/mixed")
-            parts = MultipartParts(response)
-            first = await parts.next()
-            assert first is not None
-            assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
-            assert services.live.total == 1
-            cluster.kubectl("label", "workload", "wl-stream-b", "-n", "team-a", "stream=get")
-            while True:
-                part = await parts.next()
-                assert part is not None
-                workload = part["payload"]["data"]["workload"]["workload"]
-                if (workload["labels"] or {}).get("stream") == "get":
-                    break
-        for _ in range(50):
-            if services.live.total == 0:
-                break
-            await asyncio.sleep(0.1)
-        assert services.live.total == 0
+            await follow_label_change(response, services, cluster, "wl-stream-b", "get")
+        await all_closed(services)
         bogus = {"Authorization": "Bearer not-a-token-at-all", "Accept": MULTIPART_ACCEPT}
         rejected = await on.http.get("/graphql", params=params, headers=bogus)
         assert rejected.status_code == 401, rejected.text
