@@ -47,6 +47,7 @@ from strawberry.types.graphql import OperationType
 
 from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
+from kueue_graphql.graph.eager import resolve_eagerly
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
 from kueue_graphql.graph.pagination import check_page_arguments_first
 from kueue_graphql.graph.push import pushed
@@ -320,6 +321,7 @@ def build_schema(limits: QueryLimits | None = None, *, send_queue: int = 16) -> 
     schema.checks = checks
     schema.send_queue = send_queue
     check_page_arguments_first(schema._schema)
+    resolve_eagerly(schema._schema)
     return schema
 
 

@@ -8,6 +8,7 @@ count. Process-wide observers see every call too, so tests can instrument the tr
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -17,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import orjson
 
 from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
 from kueue_graphql.core.identity import Identity
@@ -27,7 +29,12 @@ from kueue_graphql.core.metrics import (
     api_resource,
     api_verb,
 )
-from kueue_graphql.kube.transport import IMPERSONATE_PREFIX
+from kueue_graphql.kube.transport import (
+    IMPERSONATE_PREFIX,
+    RawResponse,
+    RepeatedHeaderRESTClient,
+    header_lines,
+)
 
 log = logging.getLogger(__name__)
 
@@ -156,30 +163,17 @@ class KubeClient:
         headers: dict[str, str | list[str]] = {"Accept": "application/json"}
         if as_identity is not None:
             headers.update(impersonation_headers(as_identity))
-        for name in self.api_client.default_headers:
-            if name.lower().startswith(IMPERSONATE_PREFIX):
-                raise RuntimeError("shared ApiClient carries an Impersonate-* default header")
         verb, resource = api_verb(method, path), api_resource(path)
         started = time.monotonic()
         try:
-            response = await self.api_client.call_api(
-                path,
-                method,
-                query_params=list(query),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
+            # In a Task of its own: aiohttp's timeout cancels the Task it was entered in, and a
+            # resolver's first step runs in the request's Task (graph/eager.py), so a slow API
+            # call must time out as this call, not cancel the whole request.
+            response = await asyncio.ensure_future(
+                self._exchange(method, path, query, headers, body, timeout)
             )
-            try:
-                payload = await response.read()
-                status = response.status
-                retry_after_header = response.headers.get("Retry-After")
-            finally:
-                response.release()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
-            API_CALLS.labels(verb, resource, "error").inc()
+            _api_calls(verb, resource, "error").inc()
             log.warning(
                 "API server %s unreachable for %s %s: %s",
                 self.api_client.configuration.host,
@@ -190,17 +184,66 @@ class KubeClient:
             raise UnavailableError(
                 "the Kubernetes API server is unreachable or too slow"
             ) from error
-        API_CALLS.labels(verb, resource, str(status)).inc()
-        API_RESPONSE_BYTES.labels(verb, resource).inc(len(payload))
-        API_CALL_SECONDS.labels(verb, resource).observe(time.monotonic() - started)
+        status, payload = response.status, response.payload
+        _api_calls(verb, resource, str(status)).inc()
+        bytes_counter, seconds_histogram = _api_call_series(verb, resource)
+        bytes_counter.inc(len(payload))
+        seconds_histogram.observe(time.monotonic() - started)
         if 200 <= status < 300:
-            decoded = json.loads(payload)
+            try:
+                decoded = orjson.loads(payload)
+            except orjson.JSONDecodeError:
+                decoded = None
             if not isinstance(decoded, dict):
                 raise UnavailableError("the Kubernetes API server sent an unexpected answer")
             return decoded
         if status == 429:
-            raise ThrottledError(_retry_after(retry_after_header, payload))
+            raise ThrottledError(_retry_after(response.retry_after, payload))
         raise ApiStatusError(status, _status_message(payload))
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        query: Query,
+        headers: dict[str, str | list[str]],
+        body: JsonObject | None,
+        total_seconds: float,
+    ) -> RawResponse:
+        """The request on the wire: credentials from the configuration (refreshed by its hook),
+        then the call's headers, then the client's defaults (User-Agent), as call_api orders
+        them. A default Impersonate-* header would make every caller one user: refused."""
+        api_client = self.api_client
+        rest_client = api_client.rest_client
+        if not isinstance(rest_client, RepeatedHeaderRESTClient):
+            raise TypeError("KubeClient needs install_repeated_header_rest_client(api_client)")
+        for name in api_client.default_headers:
+            if name.lower().startswith(IMPERSONATE_PREFIX):
+                raise RuntimeError("shared ApiClient carries an Impersonate-* default header")
+        lines = header_lines({**headers, **api_client.default_headers})
+        if body is not None:
+            lines["Content-Type"] = "application/json"
+        for setting in (await api_client.configuration.auth_settings()).values():
+            lines[setting["key"]] = setting["value"]
+        return await rest_client.exchange(
+            method,
+            api_client.configuration.host + path,
+            query=query,
+            headers=lines,
+            body=None if body is None else orjson.dumps(body),
+            total_seconds=total_seconds,
+        )
+
+
+# prometheus_client's labels() resolves the child series on every call; these are bound once.
+@functools.cache
+def _api_calls(verb: str, resource: str, status: str) -> Any:
+    return API_CALLS.labels(verb, resource, status)
+
+
+@functools.cache
+def _api_call_series(verb: str, resource: str) -> tuple[Any, Any]:
+    return API_RESPONSE_BYTES.labels(verb, resource), API_CALL_SECONDS.labels(verb, resource)
 
 
 MAX_THROTTLED_RETRIES = 3

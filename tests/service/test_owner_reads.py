@@ -75,19 +75,19 @@ async def test_pods_and_events_are_listed_while_the_job_is_read(
     answer is held back until both are sent (at most 5 s): were they sent only after it, as the
     Job's uid would require, the order below would show it."""
     server = servers[ReadMode.CACHE]
-    api = server.kube.api_client
-    call_api = api.call_api
+    kube = server.kube
+    exchange = kube._exchange
     order: list[str] = []
     both_sent = asyncio.Event()
     job_path = "/apis/batch/v1/namespaces/team-a/jobs/healthy-running"
 
-    async def held(path: str, method: str, *args: Any, **kwargs: Any) -> Any:
+    async def held(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
         kind = path.rsplit("/", 1)[-1]
         if kind in ("pods", "events"):
             order.append(f"{kind} sent")
             if {"pods sent", "events sent"} <= set(order):
                 both_sent.set()
-        response = await call_api(path, method, *args, **kwargs)
+        response = await exchange(method, path, *args, **kwargs)
         if path == job_path:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(5):
@@ -95,13 +95,13 @@ async def test_pods_and_events_are_listed_while_the_job_is_read(
             order.append("job answered")
         return response
 
-    api.call_api = held
+    kube._exchange = held  # type: ignore[method-assign]
     try:
         body = await server.query(
             OWNER_READS, {"job": "healthy-running"}, token=cluster.token("viewer")
         )
     finally:
-        del api.call_api
+        del kube._exchange
     assert "errors" not in body, body["errors"]
     assert body["data"]["workloadFor"]["job"]["pods"], "healthy-running has a Pod"
     # The Workload's Events as kubectl lists them for viewer (none once the control plane's
