@@ -47,7 +47,6 @@ from strawberry.types.graphql import OperationType
 
 from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
-from kueue_graphql.graph.eager import resolve_eagerly
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
 from kueue_graphql.graph.pagination import check_page_arguments_first
 from kueue_graphql.graph.push import pushed
@@ -60,6 +59,7 @@ from kueue_graphql.graph.query_cost import (
     measure_document,
     validation_deadline,
 )
+from kueue_graphql.graph.resolving import wire_resolvers
 from kueue_graphql.graph.subscription import Subscription
 
 __all__ = ["QueryLimits", "build_schema", "schema_sdl"]
@@ -321,7 +321,7 @@ def build_schema(limits: QueryLimits | None = None, *, send_queue: int = 16) -> 
     schema.checks = checks
     schema.send_queue = send_queue
     check_page_arguments_first(schema._schema)
-    resolve_eagerly(schema._schema)
+    wire_resolvers(schema)
     return schema
 
 

@@ -167,7 +167,7 @@ class KubeClient:
         started = time.monotonic()
         try:
             # In a Task of its own: aiohttp's timeout cancels the Task it was entered in, and a
-            # resolver's first step runs in the request's Task (graph/eager.py), so a slow API
+            # resolver's first step runs in the request's Task (graph/resolving.py), so a slow API
             # call must time out as this call, not cancel the whole request.
             response = await asyncio.ensure_future(
                 self._exchange(method, path, query, headers, body, timeout)

@@ -1,4 +1,4 @@
-"""graph/eager.py: async resolvers run at once, up to their first real wait.
+"""graph/resolving.py: async resolvers run at once, up to their first real wait.
 
 A small graphql-core schema with the shapes the service's resolvers have: a field whose
 coroutine finishes without waiting, fields that share one DataLoader load (one Future awaited
@@ -23,7 +23,7 @@ from graphql import (
 )
 from strawberry.dataloader import DataLoader
 
-from kueue_graphql.graph.eager import resolve_eagerly
+from kueue_graphql.graph.resolving import resolve_eagerly
 
 
 def build(loader: DataLoader[int, int], waits: dict[str, Any]) -> GraphQLSchema:
