@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+import strawberry
 from graphql import (
     GraphQLField,
     GraphQLInt,
@@ -23,7 +24,7 @@ from graphql import (
 )
 from strawberry.dataloader import DataLoader
 
-from kueue_graphql.graph.resolving import resolve_eagerly
+from kueue_graphql.graph.resolving import call_resolvers_directly, resolve_eagerly, wire_resolvers
 
 
 def build(loader: DataLoader[int, int], waits: dict[str, Any]) -> GraphQLSchema:
@@ -143,3 +144,62 @@ async def test_a_field_cancelled_while_it_waits_is_cancelled() -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await running
     assert waits["cancelled"] is True
+
+
+@strawberry.type
+class Box:
+    size: int
+
+    @strawberry.field
+    def doubled(self) -> int:
+        return self.size * 2
+
+    @strawberry.field
+    async def context_size(self, info: strawberry.Info) -> int:
+        return int(info.context["factor"]) * self.size
+
+    @strawberry.field
+    def scaled(self, by: int = 3) -> int:
+        return self.size * by
+
+
+@strawberry.type
+class BoxQuery:
+    @strawberry.field
+    def boxes(self) -> list[Box]:
+        return [Box(size=1), Box(size=2)]
+
+
+async def test_resolvers_without_arguments_are_called_directly_with_the_same_answers() -> None:
+    plain = strawberry.Schema(query=BoxQuery)
+    wired = strawberry.Schema(query=BoxQuery)
+    wire_resolvers(wired)
+    box = wired._schema.type_map["Box"]
+    strawberry_resolvers = strawberry.Schema(query=BoxQuery)._schema.type_map["Box"]
+    # Argument-less resolvers (with and without info) no longer go through strawberry's layer;
+    # the one with an argument still does (its argument is converted there), run eagerly.
+    for name in ("doubled", "contextSize"):
+        assert box.fields[name].resolve.__name__ in ("with_info", "without_info", "eager")
+        assert box.fields[name].resolve is not strawberry_resolvers.fields[name].resolve
+    document = "{ boxes { size doubled contextSize scaled scaledBy5: scaled(by: 5) } }"
+    answers = [
+        await schema.execute(document, context_value={"factor": 10}) for schema in (plain, wired)
+    ]
+    assert answers[0].errors is None
+    assert answers[1].errors is None
+    assert answers[1].data == answers[0].data
+    assert answers[1].data == {
+        "boxes": [
+            {"size": 1, "doubled": 2, "contextSize": 10, "scaled": 3, "scaledBy5": 5},
+            {"size": 2, "doubled": 4, "contextSize": 20, "scaled": 6, "scaledBy5": 10},
+        ]
+    }
+
+
+def test_direct_calls_skip_fields_with_arguments() -> None:
+    wired = strawberry.Schema(query=BoxQuery)
+    before = wired._schema.type_map["Box"].fields["scaled"].resolve
+    call_resolvers_directly(wired)
+    assert wired._schema.type_map["Box"].fields["scaled"].resolve is before
+    assert wired._schema.type_map["Box"].fields["doubled"].resolve.__name__ == "without_info"
+    assert wired._schema.type_map["Box"].fields["contextSize"].resolve.__name__ == "with_info"
