@@ -9,7 +9,7 @@ RUN := $(UV) run --frozen
 # Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench bench-cpu bench-scale bench-bomb bench-subs image wheel clean
+.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench bench-reads bench-cpu bench-scale bench-bomb bench-subs image wheel clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ graphiql-assets: install ## fetch GraphiQL's JS/CSS with npm pack into .cache/gr
 
 bench: install ## admission path in both read modes vs an ideal raw client: latency, API calls, throughput, CPU, RSS (control plane up)
 	$(RUN) python benchmarks/admission_path.py $(BENCH_ARGS)
+
+bench-reads: install ## control-plane CPU per read the cache-mode admission path makes as the caller, quorum vs resourceVersion=0 (control plane up)
+	$(RUN) python benchmarks/caller_reads.py $(BENCH_ARGS)
 
 bench-cpu: install ## impersonate-mode server CPU per warm admission-path request vs BASELINE_REF (default f28c6d6), same run (control plane up)
 	$(RUN) python benchmarks/cpu_vs_baseline.py --baseline-ref $(or $(BASELINE_REF),f28c6d6) $(BENCH_ARGS)
