@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-import orjson
 
 from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
 from kueue_graphql.core.identity import Identity
@@ -191,8 +190,8 @@ class KubeClient:
         seconds_histogram.observe(time.monotonic() - started)
         if 200 <= status < 300:
             try:
-                decoded = orjson.loads(payload)
-            except orjson.JSONDecodeError:
+                decoded = json.loads(payload)
+            except ValueError:
                 decoded = None
             if not isinstance(decoded, dict):
                 raise UnavailableError("the Kubernetes API server sent an unexpected answer")
@@ -230,7 +229,7 @@ class KubeClient:
             api_client.configuration.host + path,
             query=query,
             headers=lines,
-            body=None if body is None else orjson.dumps(body),
+            body=None if body is None else json.dumps(body).encode(),
             total_seconds=total_seconds,
         )
 
