@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kueue_graphql.http import ReadMode
+from kueue_graphql.kube.client import ApiCall
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.test_rbac_matches_kubectl import USERS
@@ -173,3 +174,38 @@ async def test_a_pod_of_an_older_job_of_the_same_name_is_not_shown(
     assert older_pod not in shown
     assert shown
     assert shown == expected
+
+
+async def test_cache_mode_reads_as_the_caller_from_the_api_servers_watch_cache(
+    servers: dict[ReadMode, Server], cluster: Cluster
+) -> None:
+    """Cache mode: the Job, Pods and Events read as the caller carry resourceVersion=0 (served
+    from the API server's watch cache, as fresh as the informers); impersonate mode's reads are
+    quorum reads, with no resourceVersion. Both answers are the same."""
+    sent: dict[ReadMode, list[ApiCall]] = {}
+    bodies = {}
+    for mode, server in servers.items():
+        calls: list[ApiCall] = []
+        server.kube.observers.append(calls.append)
+        try:
+            bodies[mode] = await server.query(
+                OWNER_READS, {"job": "healthy-running"}, token=cluster.token("viewer")
+            )
+        finally:
+            server.kube.observers.remove(calls.append)
+        sent[mode] = [c for c in calls if c.as_user == "viewer"]
+    assert answer(bodies[ReadMode.CACHE]) == answer(bodies[ReadMode.IMPERSONATE])
+
+    def reads(mode: ReadMode) -> dict[str, str | None]:
+        """resourceVersion sent, by the plural read (a get's path ends with the object's name)."""
+        found: dict[str, str | None] = {}
+        for call in sent[mode]:
+            segments = call.path.split("/")
+            plural = segments[-2] if segments[-1] == "healthy-running" else segments[-1]
+            found[plural] = dict(call.query).get("resourceVersion")
+        return found
+
+    assert reads(ReadMode.CACHE) == {"jobs": "0", "pods": "0", "events": "0"}
+    impersonated = reads(ReadMode.IMPERSONATE)
+    assert {"jobs", "pods", "events"} <= set(impersonated), impersonated
+    assert set(impersonated.values()) == {None}, impersonated
