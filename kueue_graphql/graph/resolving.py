@@ -31,6 +31,7 @@ Two wirings, made once when the schema is built (`wire_resolvers`), for the cost
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Generator
+from types import CoroutineType
 from typing import Any
 
 import strawberry
@@ -82,7 +83,7 @@ def _eager(resolve: Resolver) -> Resolver:
 
     def eager(root: Any, info: Any, **kwargs: Any) -> Any:
         result = resolve(root, info, **kwargs)
-        if type(result) is not _CoroutineType:
+        if type(result) is not CoroutineType:
             return result
         try:
             yielded = result.send(None)
@@ -97,15 +98,6 @@ def _eager(resolve: Resolver) -> Resolver:
 
     eager.runs_eagerly = True  # type: ignore[attr-defined]
     return eager
-
-
-async def _probe() -> None:
-    return None
-
-
-_probe_coroutine = _probe()
-_CoroutineType = type(_probe_coroutine)
-_probe_coroutine.close()
 
 
 def _is_future(value: Any) -> bool:

@@ -89,21 +89,22 @@ HOLDER = {
     "spec": {"activeDeadlineSeconds": DEADLINE, "backoffLimit": 0,
              "template": {"metadata": {"labels": LABELS}, "spec": _pod("1")}},
 }  # fmt: skip
+
+
+def _workload(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": name, "namespace": NS, "labels": LABELS},
+        # spec.priority set: Kueue v0.17's visibility API panics on a pending Workload without it.
+        "spec": {"queueName": "lq-start", "priority": 0,
+                 "podSets": [{"name": "main", "count": 1, "template": {"spec": _pod("1")}}]},
+    }  # fmt: skip
+
+
 # Admitted, then finished, before the holder starts: it keeps status.admission and
 # QuotaReserved=True, but holds no quota (Kueue drops finished Workloads from its cache).
-FINISHED = {
-    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-    "metadata": {"name": "finished", "namespace": NS, "labels": LABELS},
-    "spec": {"queueName": "lq-start", "priority": 0,
-             "podSets": [{"name": "main", "count": 1, "template": {"spec": _pod("1")}}]},
-}  # fmt: skip
-TARGET = {
-    "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-    "metadata": {"name": "target", "namespace": NS, "labels": LABELS},
-    # spec.priority set: Kueue v0.17's visibility API panics on a pending Workload without it.
-    "spec": {"queueName": "lq-start", "priority": 0,
-             "podSets": [{"name": "main", "count": 1, "template": {"spec": _pod("1")}}]},
-}  # fmt: skip
+FINISHED = _workload("finished")
+TARGET = _workload("target")
 
 
 def _reserved_cpu(cluster_queue: dict[str, Any]) -> bool:
