@@ -85,6 +85,46 @@ KUEUECTL = GoProgram(
 )
 TOOLS = (HELM, KUEUECTL)
 
+# The controllers behind Kueue's other integrations, at exactly the versions Kueue v0.17.0's own
+# go.mod requires. Each is its own module (`tool` directive, nothing else required), so `go mod
+# tidy` selects the very dependency versions the upstream module pins, and none of them changes the
+# cache key of another program. Their CRDs and webhooks come from the same modules' config dirs
+# (tests/cluster/integrations.py).
+JOBSET_VERSION = "v0.11.1"
+LWS_VERSION = "v0.8.0"
+KUBERAY_VERSION = "v1.6.0"
+TRAINER_VERSION = "v2.2.0"
+JOBSET = GoProgram(
+    name="jobset",
+    module_dir=HERE / "jobset",
+    packages=("sigs.k8s.io/jobset",),
+    binaries=("jobset",),
+    ldflags=f"-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion={JOBSET_VERSION}",
+)
+LWS = GoProgram(
+    name="lws",
+    module_dir=HERE / "lws",
+    packages=("sigs.k8s.io/lws/cmd",),
+    # `go build -o DIR/` names a binary after its package's last path element.
+    binaries=("cmd",),
+    ldflags=f"-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion={LWS_VERSION}",
+)
+KUBERAY = GoProgram(
+    name="kuberay",
+    module_dir=HERE / "kuberay",
+    packages=("github.com/ray-project/kuberay/ray-operator",),
+    binaries=("ray-operator",),
+    ldflags="-s -w",
+)
+TRAINER = GoProgram(
+    name="trainer",
+    module_dir=HERE / "trainer",
+    packages=("github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager",),
+    binaries=("trainer-controller-manager",),
+    ldflags="-s -w",
+)
+CONTROLLERS = (JOBSET, LWS, KUBERAY, TRAINER)
+
 
 def cache_root() -> Path:
     explicit = os.environ.get("KUEUE_GRAPHQL_CACHE")

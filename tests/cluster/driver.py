@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from tests.cluster import build, pki
+from tests.cluster import build, integrations, pki
 from tests.cluster.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,8 +60,8 @@ SERVER_SERVICE_ACCOUNT = ("kueue-graphql", "kueue-graphql")
 # The same service in `serve --read-mode cache`: it also may get/list/watch the Kueue kinds.
 CACHE_SERVER_SERVICE_ACCOUNT = ("kueue-graphql", "kueue-graphql-cache")
 
-# Only the webhooks Kueue serves with the batch/job integration alone.
-_SERVED_WEBHOOK_PATHS = ("kueue-x-k8s-io", "batch-v1-job")
+# Only the webhooks Kueue serves with the integrations it is configured with.
+_SERVED_WEBHOOK_PATHS = ("kueue-x-k8s-io", "batch-v1-job", *integrations.KUEUE_WEBHOOK_PATHS)
 # CRDs whose conversion webhook Kueue serves (config/components/crd/patches/webhook_in_*).
 _CONVERTED_CRDS = ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
 
@@ -321,6 +321,7 @@ def _webhook_configurations(kueue_dir: Path, webhook_port: int, ca_pem: bytes) -
                 "url": f"https://127.0.0.1:{webhook_port}{path}",
                 "caBundle": ca_bundle,
             }
+            integrations.scope_kueue_webhook(hook)
             kept.append(hook)
         document["metadata"]["name"] = "kueue-" + document["metadata"]["name"]
         document["webhooks"] = kept
@@ -379,6 +380,8 @@ class _Starter:
         progress.step(f"building (or reusing) Kueue {build.KUEUE_VERSION}")
         kueue_bin = build.ensure_built(build.KUEUE, progress)
         kueue_dir = _kueue_module_dir(progress)
+        progress.step("building (or reusing) the controllers of Kueue's other integrations")
+        controller_bins = integrations.ensure_built(progress)
 
         bin_dir = self.state / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
@@ -400,6 +403,7 @@ class _Starter:
                 "kueue-metrics",
                 "kueue-health",
                 "kueue-visibility",
+                *integrations.port_names(),
             )
         }
         (self.state / "ports.json").write_text(json.dumps(ports, indent=1))
@@ -560,7 +564,9 @@ class _Starter:
                 f"--root-ca-file={ca.pair.cert}",
                 "--controllers=job-controller,serviceaccount-controller,"
                 "garbage-collector-controller,namespace-controller,"
-                "root-ca-certificate-publisher-controller,clusterrole-aggregation-controller",
+                "root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,"
+                # Deployment -> ReplicaSet -> Pods, LeaderWorkerSet -> StatefulSet -> Pods.
+                "deployment-controller,replicaset-controller,statefulset-controller",
             ],
         )
         self.launcher.start(
@@ -575,6 +581,8 @@ class _Starter:
                 "--leader-elect=false",
             ],
         )
+
+        launches = self._install_integrations(controller_bins, ports, ca)
 
         progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
         self._apply_documents("kueue-crds", _crds(kueue_dir, ports["kueue-webhook"], ca.pem))
@@ -602,7 +610,7 @@ class _Starter:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "clientConnection": {"qps": 50, "burst": 100},
-                    "integrations": {"frameworks": ["batch/job"]},
+                    **integrations.kueue_configuration(),
                     "visibilityServer": {
                         "bindAddress": "127.0.0.1",
                         "bindPort": ports["kueue-visibility"],
@@ -639,6 +647,8 @@ class _Starter:
             progress,
             kueue_log,
         )
+
+        self._start_integrations(launches)
 
         progress.step(
             "registering Kueue's visibility API (APIService -> ExternalName -> 127.0.0.1)"
@@ -706,6 +716,7 @@ class _Starter:
             f"{namespace}:{name}",
             {"token": token},
         )
+        self._wait_integrations(launches)
         progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
         return self.cluster
 
@@ -761,6 +772,57 @@ class _Starter:
             )
         return documents
 
+    # -- the controllers of Kueue's other integrations (tests/cluster/integrations.py) --------
+
+    def _install_integrations(
+        self, binaries: dict[str, Path], ports: dict[str, int], ca: pki.CertificateAuthority
+    ) -> list[integrations.Launch]:
+        """CRDs and webhooks of JobSet, LWS, KubeRay and the Trainer, from their modules."""
+        self.progress.step(
+            "installing the CRDs and webhooks of JobSet, LeaderWorkerSet, KubeRay and the Trainer"
+        )
+        module_dirs = {c.name: integrations.module_dir(c) for c in integrations.CONTROLLERS}
+        self._apply_files(integrations.crd_files(module_dirs))
+        webhooks = []
+        for controller in integrations.CONTROLLERS:
+            port = ports.get(f"{controller.name}-webhook")
+            if port is not None:
+                webhooks += integrations.webhook_documents(
+                    controller, module_dirs[controller.name], port, ca.pem
+                )
+        self._apply_documents("integration-webhooks", webhooks)
+
+        def write_kubeconfig(path: Path, user: str, pair: pki.CertPair) -> None:
+            _kubeconfig(path, self.cluster.api_url, ca.pem, user, _cert_credentials(pair))
+
+        # Symlinks named after each controller: the name its process shows.
+        links = {}
+        for name, binary in binaries.items():
+            links[name] = self.state / "bin" / name
+            links[name].symlink_to(binary)
+        return integrations.prepare(self.state, links, ports, ca, write_kubeconfig)
+
+    def _start_integrations(self, launches: list[integrations.Launch]) -> None:
+        self.progress.step(
+            "starting the controllers of Kueue's other integrations: "
+            + ", ".join(launch.controller.name for launch in launches)
+        )
+        for launch in launches:
+            self.launcher.start(launch.controller.name, launch.argv)
+
+    def _wait_integrations(self, launches: list[integrations.Launch]) -> None:
+        for launch in launches:
+            _wait(
+                f"{launch.controller.name} controller readyz and webhook server",
+                lambda launch=launch: integrations.is_ready(launch),  # type: ignore[misc]
+                120,
+                self.progress,
+                self.launcher.logs / f"{launch.controller.name}.log",
+            )
+        self.progress.note(
+            "controllers ready: " + ", ".join(launch.controller.name for launch in launches)
+        )
+
     # -- helpers ----------------------------------------------------------------------------
 
     def _write_env(self, api_url: str) -> None:
@@ -793,6 +855,19 @@ class _Starter:
         path.parent.mkdir(exist_ok=True)
         path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
         self._apply_file(path)
+
+    def _apply_files(self, paths: list[Path]) -> None:
+        arguments = [argument for path in paths for argument in ("-f", str(path))]
+        result = None
+        for _ in range(30):
+            result = self.cluster.kubectl(
+                "apply", "--server-side", "--force-conflicts", *arguments, check=False, timeout=180
+            )
+            if result.returncode == 0:
+                return
+            time.sleep(1)
+        assert result is not None
+        raise ClusterError(f"applying {len(paths)} files failed: {result.stderr.strip()}")
 
     def _apply_file(self, path: Path) -> None:
         last_error = ""
@@ -1231,6 +1306,7 @@ def main(argv: list[str] | None = None) -> int:
         progress = Progress()
         build.ensure_built(build.KUBE, progress)
         build.ensure_built(build.KUEUE, progress)
+        integrations.ensure_built(progress)
         for tool in build.TOOLS:
             build.ensure_built(tool, progress)
         return 0

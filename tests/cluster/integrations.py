@@ -1,0 +1,383 @@
+"""The real controllers behind Kueue's integrations beyond batch/Job, in the test control plane.
+
+JobSet, LeaderWorkerSet, KubeRay (ray-operator) and Kubeflow Trainer v2 are built from their Go
+modules at exactly the versions Kueue v0.17.0's go.mod requires (`build.CONTROLLERS`) and each runs
+as its own process, like Kueue: loopback only, leader election off, metrics and health on free
+loopback ports, webhooks on a free loopback port with a serving certificate from this cluster's CA,
+registered as `url: https://127.0.0.1:<port>/<path>`. Their CRDs and webhook configurations are read
+from the same modules' config directories, so they always match the controller that serves them.
+
+Kueue's side lives here too: the frameworks it manages (`KUEUE_FRAMEWORKS`), the webhooks it then
+serves (`KUEUE_WEBHOOK_PATHS`) and the opt-in of namespaces for the Pod-based integrations (`pod`,
+`deployment`, `statefulset`): only namespaces labelled `MANAGED_NAMESPACE_LABEL=true` have their
+Pods, Deployments and StatefulSets managed (Kueue's `managedJobsNamespaceSelector`, and the same
+selector on those webhooks), so the batch/Job scenarios' Pods never meet the pod integration.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import shutil
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.cluster import build, pki
+from tests.cluster.progress import Progress
+
+# Namespaces whose Pods, Deployments and StatefulSets Kueue manages (when they name a queue).
+MANAGED_NAMESPACE_LABEL = "kueue-graphql.example/kueue-managed"
+MANAGED_NAMESPACE_SELECTOR = {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}}
+
+# Kueue's `integrations.frameworks` (names as apis/config/v1beta2 lists them).
+KUEUE_FRAMEWORKS = (
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "trainer.kubeflow.org/trainjob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+    "pod",
+    "deployment",
+    "statefulset",
+)
+# Path markers of the Kueue webhooks those frameworks add (its webhook/manifests.yaml).
+KUEUE_WEBHOOK_PATHS = (
+    "jobset-x-k8s-io-v1alpha2-jobset",
+    "trainer-kubeflow-org-v1alpha1-trainjob",
+    "ray-io-v1-rayjob",
+    "ray-io-v1-raycluster",
+    "leaderworkerset-x-k8s-io-v1-leaderworkerset",
+    "--v1-pod",
+    "apps-v1-deployment",
+    "apps-v1-statefulset",
+)
+# Kueue's webhooks for the Pod-based integrations; its kustomization gives them a namespaceSelector
+# (it excludes kube-system and kueue-system); here they get the opt-in selector instead.
+_KUEUE_POD_BASED_WEBHOOKS = (
+    "mpod.kb.io",
+    "vpod.kb.io",
+    "mdeployment.kb.io",
+    "vdeployment.kb.io",
+    "mstatefulset.kb.io",
+    "vstatefulset.kb.io",
+)
+
+
+@dataclass(frozen=True)
+class Controller:
+    """One controller: how it is built, where its manifests are, what it serves."""
+
+    name: str
+    program: build.GoProgram
+    module: str
+    crd_dir: str
+    # Directory holding the webhook manifests.yaml and the kustomization that patches it; None when
+    # the controller runs without webhooks (said why in `note`).
+    webhook_dir: str | None
+    note: str = ""
+
+    @property
+    def binary(self) -> str:
+        return self.program.binaries[0]
+
+
+CONTROLLERS = (
+    Controller(
+        "jobset",
+        build.JOBSET,
+        "sigs.k8s.io/jobset",
+        "config/components/crd/bases",
+        "config/components/webhook",
+    ),
+    Controller("lws", build.LWS, "sigs.k8s.io/lws", "config/crd/bases", "config/webhook"),
+    Controller(
+        "kuberay",
+        build.KUBERAY,
+        "github.com/ray-project/kuberay/ray-operator",
+        "config/crd/bases",
+        None,
+        note=(
+            "no webhooks, as in KubeRay's default install (config/default): its only webhook, "
+            "RayCluster validation, is opt-in (ENABLE_WEBHOOKS=true) and its webhook server has "
+            "neither a host nor a port option (it would listen on *:9443)"
+        ),
+    ),
+    Controller(
+        "trainer",
+        build.TRAINER,
+        "github.com/kubeflow/trainer/v2",
+        "manifests/base/crds",
+        "manifests/base/webhook",
+    ),
+)
+
+
+def port_names() -> tuple[str, ...]:
+    names: list[str] = []
+    for controller in CONTROLLERS:
+        names += [f"{controller.name}-metrics", f"{controller.name}-health"]
+        if controller.webhook_dir:
+            names.append(f"{controller.name}-webhook")
+    return tuple(names)
+
+
+def ensure_built(progress: Progress) -> dict[str, Path]:
+    """Each controller's binary, built (cached) like the other binaries."""
+    return {c.name: build.ensure_built(c.program, progress) / c.binary for c in CONTROLLERS}
+
+
+def module_dir(controller: Controller) -> Path:
+    """The controller's module in the module cache (downloaded if the cache lost it)."""
+
+    def listed() -> str:
+        return subprocess.run(
+            ["go", "list", "-m", "-f", "{{.Dir}}", controller.module],
+            cwd=controller.program.module_dir,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+
+    directory = listed()
+    if not directory:
+        subprocess.run(
+            ["go", "mod", "download", controller.module],
+            cwd=controller.program.module_dir,
+            check=True,
+        )
+        directory = listed()
+    return Path(directory)
+
+
+# ---------------------------------------------------------------------------------------------
+# Manifests
+
+
+def crd_files(module_dirs: dict[str, Path]) -> list[Path]:
+    """The CRD files of every controller, as its module ships them (no conversion webhooks: each
+    upstream install leaves `conversion` unset, and JobSet's and LWS's only version needs none)."""
+    files: list[Path] = []
+    for controller in CONTROLLERS:
+        directory = module_dirs[controller.name] / controller.crd_dir
+        files += sorted(p for p in directory.glob("*.yaml") if p.name != "kustomization.yaml")
+    return files
+
+
+def _pointer_parts(pointer: str) -> list[str]:
+    return [p.replace("~1", "/").replace("~0", "~") for p in pointer.lstrip("/").split("/")]
+
+
+def _apply_json_patch(document: Any, operations: list[dict[str, Any]]) -> None:
+    """RFC 6902 `replace` and `add`: all the kustomizations of these webhooks use."""
+    for operation in operations:
+        if operation["op"] not in ("replace", "add"):
+            raise ValueError(f"unsupported JSON patch operation {operation['op']!r}")
+        *parents, last = _pointer_parts(operation["path"])
+        target = document
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        value = copy.deepcopy(operation["value"])
+        if isinstance(target, list):
+            if last == "-":
+                target.append(value)
+            elif operation["op"] == "add":
+                target.insert(int(last), value)
+            else:
+                target[int(last)] = value
+        else:
+            target[last] = value
+
+
+def _kustomize_patches(directory: Path) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(target, operations) for each JSON 6902 patch of the directory's kustomization.yaml."""
+    kustomization = yaml.safe_load((directory / "kustomization.yaml").read_text()) or {}
+    patches = []
+    for entry in kustomization.get("patches") or []:
+        text = (directory / entry["path"]).read_text() if "path" in entry else entry["patch"]
+        operations = yaml.safe_load(text)
+        if isinstance(operations, list):  # strategic merge patches are not used by these dirs
+            patches.append((entry.get("target") or {}, operations))
+    return patches
+
+
+def webhook_documents(controller: Controller, module: Path, port: int, ca_pem: bytes) -> list[Any]:
+    """The controller's webhook configurations, kustomize patches applied, pointed at 127.0.0.1."""
+    if controller.webhook_dir is None:
+        return []
+    directory = module / controller.webhook_dir
+    documents = [d for d in yaml.safe_load_all((directory / "manifests.yaml").read_text()) if d]
+    patches = _kustomize_patches(directory)
+    ca_bundle = base64.b64encode(ca_pem).decode()
+    for document in documents:
+        for target, operations in patches:
+            if target.get("kind", document["kind"]) != document["kind"]:
+                continue
+            if target.get("name", document["metadata"]["name"]) != document["metadata"]["name"]:
+                continue
+            _apply_json_patch(document, operations)
+        for hook in document.get("webhooks", []):
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle}
+        document["metadata"] = {"name": f"{controller.name}-{document['metadata']['name']}"}
+    return documents
+
+
+def scope_kueue_webhook(hook: dict[str, Any]) -> None:
+    """Kueue's Pod, Deployment and StatefulSet webhooks see opted-in namespaces only."""
+    if hook.get("name") in _KUEUE_POD_BASED_WEBHOOKS:
+        hook["namespaceSelector"] = copy.deepcopy(MANAGED_NAMESPACE_SELECTOR)
+
+
+def kueue_configuration() -> dict[str, Any]:
+    """The part of Kueue's Configuration that enables these integrations."""
+    return {
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+        "managedJobsNamespaceSelector": copy.deepcopy(MANAGED_NAMESPACE_SELECTOR),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one controller process is started and when it is ready."""
+
+    controller: Controller
+    argv: list[str]
+    health_url: str
+    webhook_port: int | None
+
+
+def _write_config(path: Path, document: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def prepare(
+    state_dir: Path,
+    binaries: dict[str, Path],
+    ports: dict[str, int],
+    ca: pki.CertificateAuthority,
+    write_kubeconfig: Callable[[Path, str, pki.CertPair], None],
+) -> list[Launch]:
+    """Certificates, kubeconfigs and config files of every controller; the command lines."""
+    launches = []
+    for controller in CONTROLLERS:
+        name = controller.name
+        directory = state_dir / name
+        certs = directory / "certs"
+        certs.mkdir(parents=True)
+        serving = ca.issue(
+            f"{name}-serving",
+            f"{name}-webhook",
+            dns_names=("localhost",),
+            ip_addresses=("127.0.0.1",),
+            server=True,
+        )
+        shutil.copy(serving.cert, certs / "tls.crt")
+        shutil.copy(serving.key, certs / "tls.key")
+        # Like the Kueue manager: its own identity, in system:masters (the upstream RBAC manifests
+        # are large; callers' access is still decided by plain RBAC).
+        client = ca.issue(
+            f"{name}-manager", f"{name}-manager", organizations=("system:masters",), client=True
+        )
+        kubeconfig = directory / "kubeconfig"
+        write_kubeconfig(kubeconfig, f"{name}-manager", client)
+
+        health = f"127.0.0.1:{ports[f'{name}-health']}"
+        metrics = f"127.0.0.1:{ports[f'{name}-metrics']}"
+        webhook_port = ports.get(f"{name}-webhook")
+        binary = str(binaries[name])
+        common = {
+            "leaderElection": {"leaderElect": False},
+            "health": {"healthProbeBindAddress": health},
+            "clientConnection": {"qps": 50, "burst": 100},
+        }
+        if name == "jobset":
+            config = _write_config(
+                directory / "config.yaml",
+                {
+                    "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+                    "kind": "Configuration",
+                    **common,
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
+                    "metrics": {"bindAddress": metrics, "certDir": str(certs)},
+                },
+            )
+            argv = [binary, f"--config={config}", "--leader-elect=false"]
+        elif name == "lws":
+            config = _write_config(
+                directory / "config.yaml",
+                {
+                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+                    "kind": "Configuration",
+                    **common,
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
+                    "metrics": {"bindAddress": metrics},
+                },
+            )
+            argv = [binary, f"--config={config}", "--leader-elect=false"]
+        elif name == "kuberay":
+            # Flags only: with --config, KubeRay ignores every flag.
+            argv = [
+                binary,
+                f"--metrics-addr={metrics}",
+                f"--health-probe-bind-address={health}",
+                "--enable-leader-election=false",
+                "--log-stdout-encoder=console",
+            ]
+        elif name == "trainer":
+            config = _write_config(
+                directory / "config.yaml",
+                {
+                    "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                    "kind": "Configuration",
+                    **common,
+                    "certManagement": {"enable": False},
+                    "webhook": {"port": webhook_port, "host": "127.0.0.1"},
+                    "metrics": {"bindAddress": metrics, "secureServing": True},
+                },
+            )
+            # The Trainer has no webhook cert-dir option: controller-runtime's default is
+            # $TMPDIR/k8s-webhook-server/serving-certs, so TMPDIR points at this cluster's copy.
+            tmp = directory / "tmp"
+            serving_dir = tmp / "k8s-webhook-server" / "serving-certs"
+            serving_dir.mkdir(parents=True)
+            shutil.copy(serving.cert, serving_dir / "tls.crt")
+            shutil.copy(serving.key, serving_dir / "tls.key")
+            argv = ["env", f"TMPDIR={tmp}", binary, f"--config={config}"]
+        else:  # pragma: no cover - CONTROLLERS and this function move together
+            raise ValueError(f"no command line for controller {name}")
+        argv.append(f"--kubeconfig={kubeconfig}")
+        launches.append(Launch(controller, argv, f"http://{health}/readyz", webhook_port))
+    return launches
+
+
+def is_ready(launch: Launch) -> bool:
+    """readyz answers 200 and, for a controller with webhooks, its webhook port accepts TLS
+    connections (LeaderWorkerSet's readyz is a plain ping, not tied to its webhook server)."""
+    try:
+        with urllib.request.urlopen(launch.health_url, timeout=3) as response:  # noqa: S310
+            if response.status != 200:
+                return False
+    except OSError:
+        return False
+    if launch.webhook_port is None:
+        return True
+    try:
+        with socket.create_connection(("127.0.0.1", launch.webhook_port), timeout=3):
+            return True
+    except OSError:
+        return False
