@@ -782,7 +782,16 @@ class _Starter:
             "installing the CRDs and webhooks of JobSet, LeaderWorkerSet, KubeRay and the Trainer"
         )
         module_dirs = {c.name: integrations.module_dir(c) for c in integrations.CONTROLLERS}
-        self._apply_files(integrations.crd_files(module_dirs))
+        crd_files = integrations.crd_files(module_dirs)
+        self._apply_files(crd_files)
+        names = [integrations.crd_name(path) for path in crd_files]
+        _wait(
+            "the integrations' CRDs to be Established",
+            lambda: integrations.crds_established(self.cluster.get_json("crd", *names)),
+            120,
+            self.progress,
+            self.launcher.logs / "kube-apiserver.log",
+        )
         webhooks = []
         for controller in integrations.CONTROLLERS:
             port = ports.get(f"{controller.name}-webhook")

@@ -171,6 +171,23 @@ def crd_files(module_dirs: dict[str, Path]) -> list[Path]:
     return files
 
 
+def crd_name(path: Path) -> str:
+    """`<group>_<plural>.yaml` (controller-gen's file naming) -> `<plural>.<group>`."""
+    group, plural = path.stem.split("_", 1)
+    return f"{plural}.{group}"
+
+
+def crds_established(crds: dict[str, Any]) -> bool:
+    """Every CRD of a `kubectl get crd ... -o json` answer is Established."""
+    return all(
+        any(
+            c.get("type") == "Established" and c.get("status") == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        )
+        for crd in crds.get("items", [])
+    )
+
+
 def _pointer_parts(pointer: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in pointer.lstrip("/").split("/")]
 
