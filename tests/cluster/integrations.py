@@ -10,8 +10,8 @@ from the same modules' config directories, so they always match the controller t
 Kueue's side lives here too: the frameworks it manages (`KUEUE_FRAMEWORKS`), the webhooks it then
 serves (`KUEUE_WEBHOOK_PATHS`) and the opt-in of namespaces for the Pod-based integrations (`pod`,
 `deployment`, `statefulset`): only namespaces labelled `MANAGED_NAMESPACE_LABEL=true` have their
-Pods, Deployments and StatefulSets managed (Kueue's `managedJobsNamespaceSelector`, and the same
-selector on those webhooks), so the batch/Job scenarios' Pods never meet the pod integration.
+Pods, Deployments and StatefulSets managed (the namespaceSelector of those Kueue webhooks), so the
+batch/Job scenarios' Pods never meet the pod integration.
 """
 
 from __future__ import annotations
@@ -32,9 +32,24 @@ import yaml
 from tests.cluster import build, pki
 from tests.cluster.progress import Progress
 
-# Namespaces whose Pods, Deployments and StatefulSets Kueue manages (when they name a queue).
+# Namespaces whose Pods, Deployments and StatefulSets Kueue manages (when they name a queue): the
+# namespaceSelector of Kueue's Pod, Deployment and StatefulSet webhooks. Without the webhook, a Pod
+# never gets Kueue's `kueue.x-k8s.io/managed` label, so its pod reconciler ignores it too.
 MANAGED_NAMESPACE_LABEL = "kueue-graphql.example/kueue-managed"
 MANAGED_NAMESPACE_SELECTOR = {"matchLabels": {MANAGED_NAMESPACE_LABEL: "true"}}
+# Kueue's own `managedJobsNamespaceSelector` keeps its upstream default: with the
+# ManagedJobsNamespaceSelectorAlwaysRespected gate (beta, on in v0.17) it applies to every
+# integration, batch Jobs included, so an opt-in selector there would leave the scenarios' Jobs
+# (and those the tests create in namespaces of their own) without a Workload.
+KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR = {
+    "matchExpressions": [
+        {
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system", "kueue-system"],
+        }
+    ]
+}
 
 # Kueue's `integrations.frameworks` (names as apis/config/v1beta2 lists them).
 KUEUE_FRAMEWORKS = (
@@ -257,7 +272,7 @@ def kueue_configuration() -> dict[str, Any]:
     """The part of Kueue's Configuration that enables these integrations."""
     return {
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
-        "managedJobsNamespaceSelector": copy.deepcopy(MANAGED_NAMESPACE_SELECTOR),
+        "managedJobsNamespaceSelector": copy.deepcopy(KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR),
     }
 
 
