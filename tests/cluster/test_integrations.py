@@ -168,32 +168,35 @@ def _setup_objects() -> list[dict[str, Any]]:
             "metadata": {"name": QUEUE, "namespace": NAMESPACE},
             "spec": {"clusterQueue": CLUSTER_QUEUE},
         },
-        {
-            "apiVersion": "trainer.kubeflow.org/v1alpha1",
-            "kind": "TrainingRuntime",
-            "metadata": {"name": "smoke-runtime", "namespace": NAMESPACE},
-            "spec": {
-                "mlPolicy": {"numNodes": 1},
-                "template": {
-                    "spec": {
-                        "replicatedJobs": [
-                            {
-                                "name": "node",
-                                "template": {
-                                    "metadata": {
-                                        "labels": {
-                                            "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
-                                        }
-                                    },
-                                    "spec": {"template": _pod("smoke-runtime", "node")},
+    ]
+
+
+def _training_runtime() -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "smoke-runtime", "namespace": NAMESPACE},
+        "spec": {
+            "mlPolicy": {"numNodes": 1},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
                                 },
-                            }
-                        ]
-                    }
-                },
+                                "spec": {"template": _pod("smoke-runtime", "node")},
+                            },
+                        }
+                    ]
+                }
             },
         },
-    ]
+    }
 
 
 def _queued(kind: str, api_version: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -303,7 +306,7 @@ def test_trainjob_is_admitted_and_the_trainer_creates_its_jobset(
         "smoke-trainjob",
         {"runtimeRef": {"name": "smoke-runtime", "kind": "TrainingRuntime"}},
     )
-    _apply(cluster, smoke / "trainjob.json", [trainjob])
+    _apply(cluster, smoke / "trainjob.json", [_training_runtime(), trainjob])
 
     _admitted_workload(cluster, "TrainJob", "smoke-trainjob")
 
