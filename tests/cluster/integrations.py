@@ -135,9 +135,23 @@ CONTROLLERS = (
 )
 
 
+# The controllers whose processes are started. LeaderWorkerSet, KubeRay and the Trainer are defined
+# (modules pinned, command lines, webhooks) but not started yet: their binaries were still building
+# when this was written (about 15 min each for ~1,000 packages on the loaded 2-core machine) and
+# their start here is unverified, so an unverified process cannot fail the control plane's start.
+# Until one is listed, its CRDs are installed and Kueue manages its kind alone (it makes and admits
+# the Workload); nothing creates the children, and its webhooks are not registered (with
+# failurePolicy Fail and no server they would refuse every object of the kind).
+STARTED = ("jobset",)
+
+
+def started() -> tuple[Controller, ...]:
+    return tuple(c for c in CONTROLLERS if c.name in STARTED)
+
+
 def port_names() -> tuple[str, ...]:
     names: list[str] = []
-    for controller in CONTROLLERS:
+    for controller in started():
         names += [f"{controller.name}-metrics", f"{controller.name}-health"]
         if controller.webhook_dir:
             names.append(f"{controller.name}-webhook")
@@ -145,8 +159,8 @@ def port_names() -> tuple[str, ...]:
 
 
 def ensure_built(progress: Progress) -> dict[str, Path]:
-    """Each controller's binary, built (cached) like the other binaries."""
-    return {c.name: build.ensure_built(c.program, progress) / c.binary for c in CONTROLLERS}
+    """Each started controller's binary, built (cached) like the other binaries."""
+    return {c.name: build.ensure_built(c.program, progress) / c.binary for c in started()}
 
 
 def module_dir(controller: Controller) -> Path:
@@ -304,7 +318,7 @@ def prepare(
 ) -> list[Launch]:
     """Certificates, kubeconfigs and config files of every controller; the command lines."""
     launches = []
-    for controller in CONTROLLERS:
+    for controller in started():
         name = controller.name
         directory = state_dir / name
         certs = directory / "certs"
