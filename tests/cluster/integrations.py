@@ -349,29 +349,21 @@ def prepare(
             "health": {"healthProbeBindAddress": health},
             "clientConnection": {"qps": 50, "burst": 100},
         }
-        if name == "jobset":
+        if name in ("jobset", "lws"):
+            # The same kubebuilder Configuration shape; only JobSet takes a metrics cert dir (LWS
+            # serves metrics with a self-signed certificate).
+            metrics_config = {"bindAddress": metrics}
+            if name == "jobset":
+                metrics_config["certDir"] = str(certs)
             config = _write_config(
                 directory / "config.yaml",
                 {
-                    "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+                    "apiVersion": f"config.{name}.x-k8s.io/v1alpha1",
                     "kind": "Configuration",
                     **common,
                     "internalCertManagement": {"enable": False},
                     "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
-                    "metrics": {"bindAddress": metrics, "certDir": str(certs)},
-                },
-            )
-            argv = [binary, f"--config={config}", "--leader-elect=false"]
-        elif name == "lws":
-            config = _write_config(
-                directory / "config.yaml",
-                {
-                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
-                    "kind": "Configuration",
-                    **common,
-                    "internalCertManagement": {"enable": False},
-                    "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certs)},
-                    "metrics": {"bindAddress": metrics},
+                    "metrics": metrics_config,
                 },
             )
             argv = [binary, f"--config={config}", "--leader-elect=false"]

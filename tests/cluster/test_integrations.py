@@ -2,11 +2,13 @@
 
 For each kind, an object naming a LocalQueue is created in a namespace of its own: the real Kueue
 v0.17.0 makes a Workload for it (suspending it first where the kind can be suspended), admits it in
-a ClusterQueue with room to spare, and then the kind's real controller acts: JobSet -> Jobs ->
-Pods, TrainJob -> JobSet, RayJob -> RayCluster, RayCluster -> Pods, LeaderWorkerSet ->
-StatefulSets -> Pods. The flavor's node labels match no Node, so every Pod stays Pending and takes
-nothing from the scenarios' Nodes. A namespace without the opt-in label shows that the Pod
-integration leaves its Pods alone. Everything is removed when the module ends (waited, bounded).
+a ClusterQueue with room to spare, and then, where the kind's real controller runs
+(`integrations.STARTED`; the others are reported as skipped by `test_controller_runs`), it acts:
+JobSet -> Jobs -> Pods, TrainJob -> JobSet, RayJob -> RayCluster, RayCluster -> Pods,
+LeaderWorkerSet -> StatefulSets -> Pods. The flavor's node labels match no Node, so every Pod
+stays Pending and takes nothing from the scenarios' Nodes. A namespace without the opt-in label
+shows that the Pod integration leaves its Pods alone. Everything is removed when the module ends
+(waited, bounded).
 """
 
 from __future__ import annotations
