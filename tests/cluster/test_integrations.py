@@ -386,7 +386,13 @@ def test_leaderworkerset_is_admitted_and_its_controller_creates_statefulsets(
         "LeaderWorkerSet",
         "leaderworkerset.x-k8s.io/v1",
         "smoke-lws",
-        {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": _pod("lws")}},
+        {
+            "replicas": 1,
+            # LWS's own defaulting webhook sets this; spelled out so that the object is valid also
+            # where the LWS controller (and so its webhook) is not started.
+            "rolloutStrategy": {"type": "RollingUpdate"},
+            "leaderWorkerTemplate": {"size": 2, "workerTemplate": _pod("lws")},
+        },
     )
     _apply(cluster, smoke / "lws.json", [lws])
 
