@@ -24,6 +24,7 @@ from kueue_graphql.http.graphiql import GraphiQLAssetsError
 from kueue_graphql.http.settings import (
     MAX_READYZ_TIMEOUT_SECONDS,
     MAX_TOKEN_CACHE_TTL_SECONDS,
+    MIN_ANALYSIS_BACKSTOP_SECONDS,
     ReadMode,
 )
 from kueue_graphql.kube.resources import canonical_kind
@@ -280,10 +281,20 @@ def _parser() -> argparse.ArgumentParser:
         help="longest operationName accepted",
     )
     serve.add_argument(
+        "--max-analysis-units",
+        type=int,
+        default=int(_env("max_analysis_units", "20000") or 0),
+        help="work units analysing one new query may take (a field, fragment spread or argument "
+        "value visited, each fragment once, and a field comparison: one unit each); the same "
+        "decision on any machine at any load",
+    )
+    serve.add_argument(
         "--max-analysis-ms",
         type=float,
-        default=float(_env("max_analysis_ms", "50") or 0),
-        help="CPU milliseconds for parsing, measuring and validating one new query",
+        default=float(_env("max_analysis_ms", "5000") or 0),
+        help="wall-clock backstop, in milliseconds, for analysing one new query; at least "
+        f"{MIN_ANALYSIS_BACKSTOP_SECONDS * 1000:g}, since queries are limited by "
+        "--max-analysis-units",
     )
     serve.add_argument(
         "--max-comparisons",
@@ -557,6 +568,14 @@ def settings_problem(settings: ServerSettings) -> str | None:
         return "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl"
     if settings.max_concurrent_requests < 1:
         return "--max-concurrent-requests must be at least 1"
+    if settings.query_limits.max_analysis_seconds < MIN_ANALYSIS_BACKSTOP_SECONDS:
+        return (
+            f"--max-analysis-ms must be at least {MIN_ANALYSIS_BACKSTOP_SECONDS * 1000:g}: it is "
+            "only a wall-clock backstop, and a smaller one refuses legitimate queries when the "
+            "machine is loaded; limit queries with --max-analysis-units"
+        )
+    if settings.query_limits.max_analysis_units < 1:
+        return "--max-analysis-units must be at least 1"
     if not 0 < settings.readyz_timeout_seconds <= MAX_READYZ_TIMEOUT_SECONDS:
         return (
             f"--readyz-timeout must be above 0 and at most {MAX_READYZ_TIMEOUT_SECONDS:g} s "
@@ -604,6 +623,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             max_cost=args.max_cost,
             max_comparisons=args.max_comparisons,
             max_number_length=args.max_number_length,
+            max_analysis_units=args.max_analysis_units,
             max_analysis_seconds=args.max_analysis_ms / 1000,
             # `first: $variable` is costed as the largest page a request may ask for.
             assumed_page_size=args.max_page_size,

@@ -27,6 +27,9 @@ class ReadMode(StrEnum):
 # A deleted ServiceAccount or revoked token keeps working through the service for as long as
 # its TokenReview answer is cached: never longer than this.
 MAX_TOKEN_CACHE_TTL_SECONDS = 300.0
+# The analysis backstop is wall-clock: below this it refuses legitimate queries on a loaded
+# machine (a query is limited by its analysis units; the backstop only protects the service).
+MIN_ANALYSIS_BACKSTOP_SECONDS = 1.0
 # /readyz answers within this even when the API server does not (issue 8: within 2 s).
 MAX_READYZ_TIMEOUT_SECONDS = 2.0
 
