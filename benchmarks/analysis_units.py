@@ -33,24 +33,11 @@ from kueue_graphql.graph.query_cost import (  # noqa: E402
     measure_document,
 )
 from kueue_graphql.graph.schema import build_schema  # noqa: E402
+from tests import query_bombs as bombs  # noqa: E402
 from tests.legit_queries import diagnosis_query, docs_queries  # noqa: E402
-from tests.query_bombs import (  # noqa: E402
-    alias_bomb,
-    alias_fan_out,
-    fan_out,
-    field_bomb,
-    nesting_bomb,
-)
 
 # Limits lifted so that a refused document's units can still be counted.
-UNLIMITED = QueryLimits(
-    max_depth=10**6,
-    max_aliases=10**9,
-    max_fields=10**100,
-    max_cost=10**100,
-    max_comparisons=10**100,
-    max_analysis_units=10**100,
-)
+UNLIMITED = QueryLimits(**bombs.EVERY_LIMIT_BUT_UNITS, max_analysis_units=10**100)
 
 
 def documents() -> list[tuple[str, str]]:
@@ -65,12 +52,12 @@ def documents() -> list[tuple[str, str]]:
         # As slow as the default limits allow: the most fields the tokens allow (unknown
         # ones, so validation also looks for suggestions), and the most comparisons.
         ("1,990 unknown fields", "{ " + " ".join(f"f{i}" for i in range(1990)) + " }"),
-        ("141 same fields (9,870 comparisons)", field_bomb(141)),
-        *((f"bomb: fan-out {n}", fan_out(n)) for n in (12, 20, 40)),
-        ("bomb: alias fan-out 12", alias_fan_out(12)),
-        ("bomb: 600 aliases", alias_bomb(600)),
-        ("bomb: 1,900 same fields", field_bomb(1900)),
-        ("bomb: 600-level nesting", nesting_bomb(600)),
+        ("141 same fields (9,870 comparisons)", bombs.field_bomb(141)),
+        *((f"bomb: fan-out {n}", bombs.fan_out(n)) for n in (12, 20, 40)),
+        ("bomb: alias fan-out 12", bombs.alias_fan_out(12)),
+        ("bomb: 600 aliases", bombs.alias_bomb(600)),
+        ("bomb: 1,900 same fields", bombs.field_bomb(1900)),
+        ("bomb: 600-level nesting", bombs.nesting_bomb(600)),
     ]
 
 

@@ -22,7 +22,14 @@ from kueue_graphql.cli import _parser, main, settings_from
 from kueue_graphql.graph.query_cost import QueryLimits, QueryRefusedError, measure_document
 from kueue_graphql.graph.schema import DocumentChecks, build_schema
 from tests.legit_queries import diagnosis_query, docs_queries
-from tests.query_bombs import alias_bomb, alias_fan_out, fan_out, field_bomb, nesting_bomb
+from tests.query_bombs import (
+    EVERY_LIMIT_BUT_UNITS,
+    alias_bomb,
+    alias_fan_out,
+    fan_out,
+    field_bomb,
+    nesting_bomb,
+)
 
 RULES = tuple(specified_rules)
 CLOCKS = ("thread_time", "process_time", "perf_counter", "monotonic", "time")
@@ -127,13 +134,7 @@ def test_every_docs_query_is_accepted_with_the_default_limits() -> None:
 )
 def test_bombs_are_refused_by_units(bomb: str) -> None:
     # With every other measured limit lifted, the units alone refuse them, in the walk.
-    lifted = QueryLimits(
-        max_depth=10**6,
-        max_aliases=10**9,
-        max_fields=10**100,
-        max_cost=10**100,
-        max_comparisons=10**100,
-    )
+    lifted = QueryLimits(**EVERY_LIMIT_BUT_UNITS)
     with pytest.raises(QueryRefusedError, match="too expensive to analyse") as refused:
         measure_document(parse(bomb), lifted)
     assert f"limit of {lifted.max_analysis_units}" in refused.value.message
