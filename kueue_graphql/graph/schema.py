@@ -21,6 +21,7 @@ kept documents are bounded by the total length of their text.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -137,13 +138,15 @@ class DocumentChecks:
 
         def analyse() -> tuple[DocumentNode | None, list[GraphQLError]]:
             # The backstop's time starts when the analysis does, not while it waits its turn.
-            loop.call_soon_threadsafe(arm)
+            with contextlib.suppress(RuntimeError):  # the loop closed: the server is stopping
+                loop.call_soon_threadsafe(arm)
             return self.analyse(schema, query, rules, backstop)
 
         try:
             document, errors = await loop.run_in_executor(_analysis_executor(), analyse)
         finally:
-            # arm() ran before this: the thread scheduled it before its result.
+            # arm() ran before this: the thread scheduled it before its result. (When this
+            # request is cancelled first, the timer still stops the analysis running on.)
             for timer in timers:
                 timer.cancel()
         if errors:
