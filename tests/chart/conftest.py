@@ -30,6 +30,17 @@ RELEASE = "kg"
 SERVICE_ACCOUNT = f"{RELEASE}-kueue-graphql"
 POD_SECRETS = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
+# Value combinations every chart test of lint, schema and server-side dry run goes through.
+ALL_KNOBS = Path(__file__).parent / "values" / "all-knobs.yaml"
+COMBINATIONS = {
+    "defaults": (),
+    "legacy": ("--set", "rbac.impersonation=legacy"),
+    "cache": ("--set", "readMode=cache"),
+    "all knobs": ("-f", str(ALL_KNOBS)),
+    "no metrics": ("--set", "metrics.port=0", "--set", "networkPolicy.enabled=true"),
+    "NodePort": ("--set", "service.type=NodePort", "--set", "service.nodePort=30080"),
+}
+
 
 @pytest.fixture(scope="session")
 def helm() -> Path:
