@@ -65,35 +65,17 @@ def test_the_metrics_port_must_differ_from_the_api_port() -> None:
 
 def test_serve_refuses_a_taken_or_shared_metrics_port(tmp_path: Path) -> None:
     config = str(kubeconfig(tmp_path / "config"))
+
+    def refusal(api_port: int, metrics_port: int) -> str:
+        ports = ["--port", str(api_port), "--metrics-port", str(metrics_port)]
+        return one_line_refusal(run("serve", "--kubeconfig", config, *ports, home=tmp_path))
+
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        line = one_line_refusal(
-            run(
-                "serve",
-                "--kubeconfig",
-                config,
-                "--port",
-                "0",
-                "--metrics-port",
-                str(port),
-                home=tmp_path,
-            )
-        )
+        line = refusal(0, port)
     assert f"cannot listen on 127.0.0.1:{port}" in line
     assert "--metrics-port" in line
-    line = one_line_refusal(
-        run(
-            "serve",
-            "--kubeconfig",
-            config,
-            "--port",
-            "8765",
-            "--metrics-port",
-            "8765",
-            home=tmp_path,
-        )
-    )
-    assert "a port of its own" in line
+    assert "a port of its own" in refusal(8765, 8765)
 
 
 def test_token_audiences_from_flags_else_the_environment(
