@@ -87,16 +87,25 @@ class ListeningServer(uvicorn.Server):
         self.metrics = metrics
 
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
-        if sockets is None:
-            listeners = [self.api] if self.metrics is None else [self.api, self.metrics]
-            sockets = [bound_socket(listener) for listener in listeners]
+        if sockets is not None:
+            await super().serve(sockets)
+            return
+        listeners = [self.api] if self.metrics is None else [self.api, self.metrics]
+        bound: list[socket.socket] = []
+        try:
+            for listener in listeners:
+                bound.append(bound_socket(listener))
             # uvicorn logs its "running on" line only for an address it binds itself.
             log.info(
                 "listening on %s (API)%s",
                 self.api.url,
                 "" if self.metrics is None else f", {self.metrics.url} (/metrics)",
             )
-        await super().serve(sockets)
+            await super().serve(bound)
+        finally:
+            # Closed by uvicorn's shutdown, but not when its startup fails.
+            for sock in bound:
+                sock.close()
 
 
 def listening_server(
