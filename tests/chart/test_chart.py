@@ -184,11 +184,12 @@ def test_install_creates_the_release(helm: Path, cluster: Cluster, release: Rele
         "-l",
         "app.kubernetes.io/instance=kg",
     ).stdout.split()
-    # Two replicas by default, so a PodDisruptionBudget too.
+    # Two replicas by default, so a PodDisruptionBudget too; /metrics has a Service of its own.
     assert sorted(names) == [
         "deployment.apps/kg-kueue-graphql",
         "poddisruptionbudget.policy/kg-kueue-graphql",
         "service/kg-kueue-graphql",
+        "service/kg-kueue-graphql-metrics",
         "serviceaccount/kg-kueue-graphql",
     ]
     deployment = json.loads(
