@@ -349,6 +349,8 @@ def _samples(served: Process) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
 
 
 def test_metrics_parse_and_move_when_queries_run(served: Process, cluster: Cluster) -> None:
+    # `serve --metrics-port`: /metrics only there, a 404 on the API's port.
+    assert httpx.get(served.url + "/metrics").status_code == 404
     before = _samples(served)
     token = cluster.token("alice")
     for _ in range(3):
