@@ -15,7 +15,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
@@ -30,6 +30,9 @@ from kueue_graphql.http.settings import (
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
+
+if TYPE_CHECKING:
+    from kueue_graphql.http.server import Listener
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
 
@@ -47,6 +50,11 @@ def _version() -> str:
         return importlib.metadata.version("kueue-graphql")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+def _env_list(name: str) -> list[str]:
+    """A repeatable flag's environment variable: a comma-separated list."""
+    return [item.strip() for item in (_env(name) or "").split(",") if item.strip()]
 
 
 def _origins(value: str | None) -> list[str]:
@@ -80,6 +88,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=_env("host", "127.0.0.1"), help="address to listen on")
     serve.add_argument(
         "--port", type=int, default=int(_env("port", "8080") or 8080), help="port to listen on"
+    )
+    serve.add_argument(
+        "--metrics-host",
+        default=_env("metrics_host"),
+        help="address of the /metrics listener (default: --host)",
+    )
+    serve.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(_env("metrics_port", "9090") or 0),
+        help="port of the /metrics listener, apart from the API's (0: no /metrics at all)",
     )
     serve.add_argument(
         "--auth-mode",
@@ -212,6 +231,16 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=float(_env("token_cache_ttl", "30") or 0),
         help="seconds a TokenReview answer is reused for the same token",
+    )
+    serve.add_argument(
+        "--token-audience",
+        metavar="AUDIENCE",
+        action="append",
+        default=None,
+        help="accept only bearer tokens minted for this audience (TokenReview spec.audiences, "
+        "e.g. `kubectl create token SA --audience AUDIENCE`); repeatable (env: "
+        "comma-separated, replaced by any flag); none: the API server's own audiences, which "
+        "kubectl's and pods' default tokens carry",
     )
     serve.add_argument(
         "--max-subscriptions-per-connection",
@@ -557,6 +586,12 @@ def is_loopback(host: str) -> bool:
             return False
 
 
+def token_audiences(args: argparse.Namespace) -> tuple[str, ...]:
+    """--token-audience flags, else KUEUE_GRAPHQL_TOKEN_AUDIENCE; each once, in order."""
+    given = args.token_audience if args.token_audience is not None else _env_list("token_audience")
+    return tuple(dict.fromkeys(audience.strip() for audience in given))
+
+
 def settings_problem(settings: ServerSettings) -> str | None:
     """Why these settings cannot be served, or None."""
     if not 0 <= settings.token_cache_ttl_seconds <= MAX_TOKEN_CACHE_TTL_SECONDS:
@@ -566,6 +601,8 @@ def settings_problem(settings: ServerSettings) -> str | None:
         )
     if not 0 <= settings.authz_deny_cache_ttl_seconds <= settings.authz_cache_ttl_seconds:
         return "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl"
+    if "" in settings.token_audiences:
+        return "--token-audience must not be empty: name the audience tokens must be minted for"
     if settings.max_concurrent_requests < 1:
         return "--max-concurrent-requests must be at least 1"
     if settings.query_limits.max_analysis_seconds < MIN_ANALYSIS_BACKSTOP_SECONDS:
@@ -597,6 +634,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         max_body_bytes=args.max_body_bytes,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
         token_cache_ttl_seconds=args.token_cache_ttl,
+        token_audiences=token_audiences(args),
         live_limits=LiveLimits(
             per_connection=args.max_subscriptions_per_connection,
             per_identity=args.max_subscriptions_per_identity,
@@ -788,7 +826,7 @@ def _context_namespace(kubeconfig: str | None, context: str | None) -> str:
     return "default"
 
 
-def _preflight(settings: ServerSettings, host: str, port: int) -> str | None:
+def _preflight(settings: ServerSettings, api: Listener, metrics: Listener | None) -> str | None:
     """What would make `serve` fail at startup, as one sentence (None: nothing found)."""
     import asyncio
 
@@ -804,12 +842,17 @@ def _preflight(settings: ServerSettings, host: str, port: int) -> str | None:
         asyncio.run(configure())
     except KubeConfigError as error:
         return str(error)
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as bind_error:
-        reason = os.strerror(bind_error.errno) if bind_error.errno else str(bind_error)
-        return f"cannot listen on {host}:{port} ({reason}); pick another with --port"
+    flags = [(api, "--port")] + ([(metrics, "--metrics-port (0: none)")] if metrics else [])
+    for listener, flag in flags:
+        try:
+            with socket.create_server((listener.host, listener.port)):
+                pass
+        except OSError as bind_error:
+            reason = os.strerror(bind_error.errno) if bind_error.errno else str(bind_error)
+            return (
+                f"cannot listen on {listener.host}:{listener.port} ({reason}); "
+                f"pick another with {flag}"
+            )
     return None
 
 
@@ -827,10 +870,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return asyncio.run(_fits(args))
 
-    import uvicorn
-
     from kueue_graphql.http.observe import configure_logging
-    from kueue_graphql.http.server import uvicorn_config
+    from kueue_graphql.http.server import Listener, listener_problem, listening_server
 
     configure_logging(args.log_format, args.log_level)
     settings = settings_from(args)
@@ -847,15 +888,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraphiQLAssetsError as error:
         print(f"kueue-graphql serve: {error}", file=sys.stderr)
         return 2
-    problem = _preflight(settings, args.host, args.port)
+    api = Listener(args.host, args.port)
+    metrics: Listener | None = None
+    if args.metrics_port:
+        metrics = Listener(args.metrics_host or args.host, args.metrics_port)
+    problem = listener_problem(api, metrics) or _preflight(settings, api, metrics)
     if problem is not None:
         print(f"kueue-graphql serve: {problem}", file=sys.stderr)
         return 2
-    config = uvicorn_config(
+    server = listening_server(
         app,
         settings,
-        host=args.host,
-        port=args.port,
+        api=api,
+        metrics=metrics,
         log_level=args.log_level.lower(),
         # Logging is configured above (text or JSON); uvicorn's loggers propagate into it.
         log_config=None,
@@ -863,7 +908,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # format the one line per GraphQL request (kueue_graphql.access) replaces it.
         access_log=args.log_format == "text",
     )
-    uvicorn.Server(config).run()
+    server.run()
     return 0
 
 

@@ -100,7 +100,11 @@ def build_services(
     if settings.auth_mode is AuthMode.LOCAL:
         authenticator = LocalAuthenticator(kube)
     else:
-        authenticator = TokenReviewAuthenticator(kube, ttl_seconds=settings.token_cache_ttl_seconds)
+        authenticator = TokenReviewAuthenticator(
+            kube,
+            ttl_seconds=settings.token_cache_ttl_seconds,
+            audiences=settings.token_audiences,
+        )
     authorizer = Authorizer(
         kube,
         self_review=not authenticator.impersonates,
@@ -446,12 +450,18 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
-async def metrics(request: Request) -> Response:
-    body = generate_latest(REGISTRY)
-    cache_metrics: CollectorRegistry | None = getattr(request.app.state, "cache_metrics", None)
-    if cache_metrics is not None:
-        body += generate_latest(cache_metrics)
-    return Response(body, media_type=CONTENT_TYPE_LATEST)
+def build_metrics_app(api: Starlette) -> Starlette:
+    """`/metrics` (Prometheus text format) of the API app `api`, for the metrics listener
+    (http/server.py): the process-wide series and, in cache mode, the informers of `api`."""
+
+    async def metrics(request: Request) -> Response:
+        body = generate_latest(REGISTRY)
+        cache_metrics: CollectorRegistry | None = getattr(api.state, "cache_metrics", None)
+        if cache_metrics is not None:
+            body += generate_latest(cache_metrics)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
 
 
 async def readyz(request: Request) -> Response:
@@ -571,7 +581,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
-        Route("/metrics", metrics),
+        # No /metrics here: it has a listener of its own (http/server.py, --metrics-port).
         Route(
             "/graphql",
             GraphQLGate(view, settings),

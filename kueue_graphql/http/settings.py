@@ -50,6 +50,9 @@ class ServerSettings:
     authz_cache_ttl_seconds: float = 10.0
     authz_deny_cache_ttl_seconds: float = 2.0
     token_cache_ttl_seconds: float = 30.0
+    # TokenReview spec.audiences: accept only tokens minted for one of these (empty: the API
+    # server's own audiences).
+    token_audiences: tuple[str, ...] = ()
     # Browser origins (scheme://host[:port]) allowed to call /graphql (CORS); none by default.
     cors_allow_origins: tuple[str, ...] = ()
     # Connections and requests: see docs/service.md, "Limits".

@@ -21,7 +21,7 @@ import yaml
 from tests.cluster import build
 from tests.cluster.driver import Cluster
 from tests.cluster.progress import Progress
-from tests.service.conftest import free_port
+from tests.service.conftest import free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "kueue-graphql"
@@ -29,6 +29,17 @@ NAMESPACE = "kueue-graphql-chart"
 RELEASE = "kg"
 SERVICE_ACCOUNT = f"{RELEASE}-kueue-graphql"
 POD_SECRETS = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+# Value combinations every chart test of lint, schema and server-side dry run goes through.
+ALL_KNOBS = Path(__file__).parent / "values" / "all-knobs.yaml"
+COMBINATIONS = {
+    "defaults": (),
+    "legacy": ("--set", "rbac.impersonation=legacy"),
+    "cache": ("--set", "readMode=cache"),
+    "all knobs": ("-f", str(ALL_KNOBS)),
+    "no metrics": ("--set", "metrics.port=0", "--set", "networkPolicy.enabled=true"),
+    "NodePort": ("--set", "service.type=NodePort", "--set", "service.nodePort=30080"),
+}
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +126,7 @@ def start_in_cluster(
     (secrets / "namespace").write_text(namespace)
     POD_SECRETS.mkdir(parents=True, exist_ok=True)
     api = urlparse(cluster.api_url)
-    port = free_port()
+    port, metrics_port = free_ports(2)
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env.update(
         {
@@ -126,7 +137,7 @@ def start_in_cluster(
         }
     )
     serve = [sys.executable, "-m", "kueue_graphql.cli", "serve", "--in-cluster"]
-    serve += ["--port", str(port), *extra_args]
+    serve += ["--port", str(port), "--metrics-port", str(metrics_port), *extra_args]
     script = f"mount --bind {secrets} {POD_SECRETS} && exec {' '.join(serve)}"
     log = workdir / "server.log"
     with log.open("w") as output:

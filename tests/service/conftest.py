@@ -14,19 +14,28 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from kueue_graphql.http import AuthMode, ReadMode, ServerSettings, build_app
-from kueue_graphql.http.server import uvicorn_config
+from kueue_graphql.http.server import Listener, listening_server
 from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    (port,) = free_ports(1)
+    return port
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports free on the loopback address now."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 @dataclass
@@ -34,6 +43,8 @@ class Server:
     url: str
     app: Any
     http: httpx.AsyncClient
+    # The metrics listener (/metrics), apart from the API's.
+    metrics: httpx.AsyncClient
 
     @property
     def kube(self) -> KubeClient:
@@ -80,20 +91,21 @@ async def running_server(
         settings, kubeconfig=str(kubeconfig), auth_mode=auth_mode, **overrides
     )
     app = build_app(settings)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn_config(app, settings, host="127.0.0.1", port=port, log_level=log_level)
-    )
+    api_port, metrics_port = free_ports(2)
+    api, metrics = Listener("127.0.0.1", api_port), Listener("127.0.0.1", metrics_port)
+    server = listening_server(app, settings, api=api, metrics=metrics, log_level=log_level)
     task = asyncio.create_task(server.serve())
     for _ in range(200):
         if server.started or task.done():
             break
         await asyncio.sleep(0.05)
     assert server.started, "kueue-graphql did not start"
-    url = f"http://127.0.0.1:{port}"
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+    async with (
+        httpx.AsyncClient(base_url=api.url, timeout=30) as http,
+        httpx.AsyncClient(base_url=metrics.url, timeout=30) as metrics_http,
+    ):
         try:
-            yield Server(url=url, app=app, http=http)
+            yield Server(url=api.url, app=app, http=http, metrics=metrics_http)
         finally:
             server.should_exit = True
             await task

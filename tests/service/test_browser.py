@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.driver import Cluster
-from tests.service.conftest import free_port
+from tests.service.conftest import free_port, free_ports
 
 pytestmark = pytest.mark.cluster
 
@@ -36,6 +36,8 @@ class Process:
     url: str
     process: subprocess.Popen[str]
     log: Path
+    # The metrics listener's (--metrics-port).
+    metrics_url: str
 
     def log_lines(self) -> list[dict[str, Any]]:
         lines = []
@@ -68,7 +70,7 @@ def graphiql_assets() -> Path:
 def served(
     cluster: Cluster, graphiql_assets: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Process]:
-    port = free_port()
+    port, metrics_port = free_ports(2)
     log = tmp_path_factory.mktemp("server") / "server.log"
     command = [
         sys.executable,
@@ -79,6 +81,8 @@ def served(
         str(cluster.server_kubeconfig),
         "--port",
         str(port),
+        "--metrics-port",
+        str(metrics_port),
         "--log-format",
         "json",
         "--graphiql-assets",
@@ -90,7 +94,7 @@ def served(
         process = subprocess.Popen(
             command, stdout=output, stderr=subprocess.STDOUT, text=True, cwd=REPO
         )
-    server = Process(f"http://127.0.0.1:{port}", process, log)
+    server = Process(f"http://127.0.0.1:{port}", process, log, f"http://127.0.0.1:{metrics_port}")
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -336,7 +340,7 @@ def test_a_request_id_is_generated_when_missing_or_unusable(
 
 
 def _samples(served: Process) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(served.url + "/metrics").text
+    text = httpx.get(served.metrics_url + "/metrics").text
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)
@@ -345,6 +349,8 @@ def _samples(served: Process) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
 
 
 def test_metrics_parse_and_move_when_queries_run(served: Process, cluster: Cluster) -> None:
+    # `serve --metrics-port`: /metrics only there, a 404 on the API's port.
+    assert httpx.get(served.url + "/metrics").status_code == 404
     before = _samples(served)
     token = cluster.token("alice")
     for _ in range(3):

@@ -180,7 +180,7 @@ async def test_metrics_report_every_informer(cache_server: Server, cluster: Clus
     resources = {"workloads", "localqueues", "clusterqueues", "cohorts", "resourceflavors"}
     resources |= {"admissionchecks", "workloadpriorityclasses", "topologies"}
     for _ in range(100):  # each watch opens right after its list
-        metrics = cache_metrics((await cache_server.http.get("/metrics")).text)
+        metrics = cache_metrics((await cache_server.metrics.get("/metrics")).text)
         if set(metrics.get("kueue_graphql_cache_watches_total", {})) == resources and all(
             v >= 1 for v in metrics["kueue_graphql_cache_watches_total"].values()
         ):
@@ -208,7 +208,7 @@ async def test_metrics_report_every_informer(cache_server: Server, cluster: Clus
     written = int(json.loads(changed.stdout)["metadata"]["resourceVersion"])
     try:
         for _ in range(100):
-            after = cache_metrics((await cache_server.http.get("/metrics")).text)
+            after = cache_metrics((await cache_server.metrics.get("/metrics")).text)
             if after["kueue_graphql_cache_resource_version"]["localqueues"] >= written:
                 break
             await asyncio.sleep(0.1)

@@ -413,7 +413,7 @@ async def test_slow_consumer_ends_with_slow_consumer(
       workload(namespace: $ns, name: $name) { type workload { annotations } }
     }"""
     services = live_server.app.state.services
-    metrics_before = (await live_server.http.get("/metrics")).text
+    metrics_before = (await live_server.metrics.get("/metrics")).text
     ended_before = _metric(metrics_before, "kueue_graphql_subscriptions_ended_total", "SLOW")
     client = StallingClient(live_server.url)
     try:
@@ -468,7 +468,7 @@ async def test_slow_consumer_ends_with_slow_consumer(
         # Admitted in cq-stream: left behind, it would count in the other read mode's round of
         # this module (one shared scenario when the module runs alone).
         delete(cluster, "workload", "wl-stream-big", "-n", "team-a")
-    metrics_after = (await live_server.http.get("/metrics")).text
+    metrics_after = (await live_server.metrics.get("/metrics")).text
     ended_after = _metric(metrics_after, "kueue_graphql_subscriptions_ended_total", "SLOW")
     assert ended_after == ended_before + 1
 
@@ -589,7 +589,7 @@ async def test_subscription_metrics_without_user_labels(
     apply(cluster, workload_manifest("wl-stream-a"))
 
     async def metrics() -> str:
-        return (await live_server.http.get("/metrics")).text
+        return (await live_server.metrics.get("/metrics")).text
 
     before = await metrics()
     async with subscriber(live_server.url, cluster.token("alice")) as sub:
@@ -650,7 +650,7 @@ async def test_http_multipart_rejected_token_is_401_like_a_query(
     assert bogus not in refused.text
     assert live_server.app.state.services.live.total == 0
 
-    before = _token_reviews((await live_server.http.get("/metrics")).text)
+    before = _token_reviews((await live_server.metrics.get("/metrics")).text)
     for authorization in ("Basic YTpi", "Bearer", f"Bearer {bogus} {bogus}", "Token abc"):
         malformed = await live_server.http.post(
             "/graphql",
@@ -661,7 +661,7 @@ async def test_http_multipart_rejected_token_is_401_like_a_query(
         assert malformed.headers["www-authenticate"] == 'Bearer error="invalid_request"'
         codes = [e["extensions"]["code"] for e in malformed.json()["errors"]]
         assert codes == ["UNAUTHENTICATED"]
-    after = _token_reviews((await live_server.http.get("/metrics")).text)
+    after = _token_reviews((await live_server.metrics.get("/metrics")).text)
     assert after == before, "a malformed Authorization header cost a TokenReview"
 
     # A valid token still streams (the first message is what the head waited for).
