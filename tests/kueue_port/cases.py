@@ -70,6 +70,12 @@ class Expectation:
     - preempted: Evicted=True with reason Preempted (Go ExpectWorkloadsToBePreempted).
     - evicted: Evicted=True with this reason (ClusterQueueStopped, LocalQueueStopped, ...).
     - preempted_reason: the Preempted condition's reason (InClusterQueue, InCohortReclamation, ...).
+    - pending_message: {workload: message}: the QuotaReserved=False message, "{prefix}" standing
+      for the case's name prefix (flavor and ClusterQueue names in Kueue's messages carry it).
+    - reserved_count: {cq: n}: exactly n of the case's Workloads hold quota in that ClusterQueue
+      (Go ExpectReservingActiveWorkloadsMetric / admitted counts when the Go test does not say
+      which ones).
+    - weighted_share: {cq: n}: ClusterQueue status.fairSharing.weightedShare (fair sharing on).
     - borrowed: ClusterQueue status.flavorsReservation borrowed amounts {cq: {flavor: {res: qty}}}.
     - cluster_queue_active / local_queue_active: the Active condition's status ("True"/"False").
     - cluster_queue_status: the status Kueue's cache holds for a ClusterQueue (pending, active,
@@ -90,6 +96,9 @@ class Expectation:
     cluster_queue_active: dict[str, str] = field(default_factory=dict)
     local_queue_active: dict[str, str] = field(default_factory=dict)
     cluster_queue_status: dict[str, str] = field(default_factory=dict)
+    pending_message: dict[str, str] = field(default_factory=dict)
+    reserved_count: dict[str, int] = field(default_factory=dict)
+    weighted_share: dict[str, int] = field(default_factory=dict)
     # Negative facts (not_reserved, pending) must still hold this long after all facts first hold.
     hold_seconds: float = 0.0
 
@@ -98,7 +107,7 @@ class Expectation:
         for group in (self.admitted, self.reserved, self.reserved_not_admitted):
             names.update(group)
         names.update(self.pending, self.not_reserved, self.preempted)
-        names.update(self.frozen, self.evicted, self.preempted_reason)
+        names.update(self.frozen, self.evicted, self.preempted_reason, self.pending_message)
         return names
 
 
@@ -110,7 +119,9 @@ class Step:
     merge patch of one object's spec/metadata: {ref, merge}), finish (Workload refs: Finished=True,
     as Go util.FinishWorkloads), finish_eviction (Workload refs: wait Evicted=True, then unset the
     quota reservation, as Go util.FinishEvictionForWorkloads does for the job controller that a bare
-    Workload lacks), reclaimable_pods ({workload: [{name, count}]}), activate_checks (AdmissionCheck
+    Workload lacks), finish_eviction_in ({cq: n}: wait until n of the case's Workloads in that
+    ClusterQueue are evicted and finish their eviction, as Go util.FinishEvictionOfWorkloadsInCQ),
+    reclaimable_pods ({workload: [{name, count}]}), activate_checks (AdmissionCheck
     names: Active=True, as Go util.SetAdmissionCheckActive), check_state ({workload, check, state}).
     """
 
@@ -120,6 +131,7 @@ class Step:
     patch: tuple[dict[str, Any], ...] = ()
     finish: tuple[str, ...] = ()
     finish_eviction: tuple[str, ...] = ()
+    finish_eviction_in: dict[str, int] = field(default_factory=dict)
     reclaimable_pods: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     activate_checks: tuple[str, ...] = ()
     check_state: tuple[dict[str, str], ...] = ()
@@ -266,6 +278,9 @@ def _expectation(raw: dict[str, Any]) -> Expectation:
         "clusterQueueActive",
         "localQueueActive",
         "clusterQueueStatus",
+        "pendingMessage",
+        "reservedCount",
+        "weightedShare",
         "holdSeconds",
     }
     unknown = set(raw) - known
@@ -288,6 +303,9 @@ def _expectation(raw: dict[str, Any]) -> Expectation:
         cluster_queue_active={k: str(v) for k, v in (raw.get("clusterQueueActive") or {}).items()},
         local_queue_active={k: str(v) for k, v in (raw.get("localQueueActive") or {}).items()},
         cluster_queue_status=dict(raw.get("clusterQueueStatus") or {}),
+        pending_message=dict(raw.get("pendingMessage") or {}),
+        reserved_count={k: int(v) for k, v in (raw.get("reservedCount") or {}).items()},
+        weighted_share={k: int(v) for k, v in (raw.get("weightedShare") or {}).items()},
         hold_seconds=float(raw.get("holdSeconds", 0)),
     )
 
@@ -298,6 +316,7 @@ _ACTIONS = (
     "patch",
     "finish",
     "finishEviction",
+    "finishEvictionIn",
     "reclaimablePods",
     "activateChecks",
     "checkState",
@@ -328,6 +347,7 @@ def _step(raw: dict[str, Any], fixtures: dict[str, list[Manifest]]) -> Step:
         patch=tuple(patches),
         finish=tuple(raw.get("finish") or ()),
         finish_eviction=tuple(raw.get("finishEviction") or ()),
+        finish_eviction_in={k: int(v) for k, v in (raw.get("finishEvictionIn") or {}).items()},
         reclaimable_pods=dict(raw.get("reclaimablePods") or {}),
         activate_checks=tuple(raw.get("activateChecks") or ()),
         check_state=tuple(checks),

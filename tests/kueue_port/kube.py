@@ -48,6 +48,7 @@ class Kube:
         self, api_url: str, token: str, ca_file: str, kueue_metrics_url: str | None = None
     ) -> None:
         self.kueue_metrics_url = kueue_metrics_url
+        self.retried_creates: list[str] = []
         self._http = httpx.Client(
             base_url=api_url,
             headers={"Authorization": f"Bearer {token}"},
@@ -83,8 +84,14 @@ class Kube:
         # Kueue's webhooks may refuse briefly while a referenced object's cache catches up.
         for attempt in range(20):
             response = self._call("POST", url, json=manifest)
+            if response.status_code == 409 and attempt > 0:
+                # An earlier attempt that answered 5xx had created it after all.
+                created = self.get(kind, manifest["metadata"]["name"], namespace)
+                if created is not None:
+                    return created
             if response.status_code < 500 or attempt == 19:
                 return self._ok(response, what)
+            self.retried_creates.append(f"{what}: HTTP {response.status_code}")
             time.sleep(0.25)
         raise AssertionError("unreachable")
 

@@ -78,7 +78,10 @@ def cluster_queue_statuses(metrics_text: str) -> dict[str, str]:
 def observe(kube: Kube, case: Case, expect: Expectation) -> Observed:
     workloads: dict[tuple[str, str], Obj] = {}
     local_queues: dict[tuple[str, str], Obj] = {}
-    for namespace in {case.workload_key(ref)[0] for ref in expect.workload_names()}:
+    namespaces = {case.workload_key(ref)[0] for ref in expect.workload_names()}
+    if expect.reserved_count:
+        namespaces.update(case.name("Namespace", ns) for ns in case.namespaces())
+    for namespace in namespaces:
         for wl in kube.list("Workload", namespace):
             workloads[(namespace, wl["metadata"]["name"])] = wl
     for ref in expect.local_queue_active:
@@ -87,7 +90,7 @@ def observe(kube: Kube, case: Case, expect: Expectation) -> Observed:
         if lq:
             local_queues[(namespace, name)] = lq
     cluster_queues = {}
-    for name in {*expect.borrowed, *expect.cluster_queue_active}:
+    for name in {*expect.borrowed, *expect.cluster_queue_active, *expect.weighted_share}:
         cq = kube.get("ClusterQueue", case.name("ClusterQueue", name))
         if cq:
             cluster_queues[name] = cq
@@ -232,6 +235,31 @@ def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
         cond = condition(seen.cluster_queues.get(cq_name), "Active") or {}
         if cond.get("status") != status:
             out.append(f"ClusterQueue {cq_name}: wanted Active={status}, got {cond}")
+    for ref, message in expect.pending_message.items():
+        wanted = message.replace("{prefix}", case.prefix())
+
+        def pending_message(ref: str, wl: Obj, wanted: str = wanted) -> list[str]:
+            cond = condition(wl, "QuotaReserved") or {}
+            if cond.get("status") == "False" and cond.get("message") == wanted:
+                return []
+            return [f"{ref}: wanted QuotaReserved=False {wanted!r}, got {cond.get('message')!r}"]
+
+        each([ref], pending_message)
+    for cq_name, count in expect.reserved_count.items():
+        cq = case.name("ClusterQueue", cq_name)
+        holding = sorted(
+            name
+            for (_, name), wl in seen.workloads.items()
+            if is_true(wl, "QuotaReserved")
+            and ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") == cq
+        )
+        if len(holding) != count:
+            out.append(f"ClusterQueue {cq_name}: wanted {count} Workloads holding quota, got {holding}")
+    for cq_name, share in expect.weighted_share.items():
+        status = (seen.cluster_queues.get(cq_name) or {}).get("status") or {}
+        got_share = (status.get("fairSharing") or {}).get("weightedShare")
+        if got_share != share:
+            out.append(f"ClusterQueue {cq_name}: wanted weightedShare {share}, got {got_share}")
     for cq_name, status in expect.cluster_queue_status.items():
         got_status = seen.cluster_queue_status.get(case.name("ClusterQueue", cq_name))
         if got_status != status:
@@ -363,6 +391,23 @@ def act(kube: Kube, case: Case, step: Step) -> None:
             lambda ns=ns, name=name: is_true(kube.get("Workload", name, ns), "Evicted"),
         )
         _update_status(kube, "Workload", name, ns, _unset_quota_reservation)
+    for cq_name, count in step.finish_eviction_in.items():
+        cq = case.name("ClusterQueue", cq_name)
+        evicted: list[tuple[str, str]] = []
+
+        def enough_evicted(cq: str = cq, count: int = count) -> bool:
+            evicted.clear()
+            for ns in case.namespaces():
+                namespace = case.name("Namespace", ns)
+                for wl in kube.list("Workload", namespace):
+                    admission = (wl.get("status") or {}).get("admission") or {}
+                    if admission.get("clusterQueue") == cq and is_true(wl, "Evicted"):
+                        evicted.append((namespace, wl["metadata"]["name"]))
+            return len(evicted) >= count
+
+        _wait(f"{count} evicted Workloads in {cq_name}", enough_evicted)
+        for namespace, name in evicted[:count]:
+            _update_status(kube, "Workload", name, namespace, _unset_quota_reservation)
     for ref, pods in step.reclaimable_pods.items():
         ns, name = case.workload_key(ref)
 
@@ -434,24 +479,50 @@ def expect_state(kube: Kube, case: Case, expect: Expectation, deadline: float) -
 
 
 # -- cleaning up ------------------------------------------------------------------------------
+# Namespaces are deleted after their Workloads and LocalQueues are gone, and (by default) not
+# waited for here: the namespace controller takes seconds per namespace on a loaded machine, and
+# nothing else depends on them. `wait_gone` waits for them, e.g. once for all cases at the end.
 _CLEANUP_ORDER = (
     ("Workload",),
     ("LocalQueue", "Job", "LimitRange"),
-    ("Namespace",),
     ("ClusterQueue",),
     ("Cohort",),
     ("AdmissionCheck", "ResourceFlavor", "WorkloadPriorityClass", "PriorityClass"),
 )
 
 
-def cleanup(kube: Kube, case: Case) -> list[str]:
+def wait_gone(
+    kube: Kube, targets: list[tuple[str, str, str | None]], what: str
+) -> list[str]:
+    """Wait (bounded) until every (kind, name, namespace) is gone; what is left, if anything."""
+    try:
+        _wait(
+            what,
+            lambda: all(kube.get(k, n, s) is None for k, n, s in targets),
+            CLEANUP_DEADLINE_SECONDS,
+        )
+    except TimeoutError as err:
+        left = [f"{k} {s or ''}/{n}" for k, n, s in targets if kube.get(k, n, s) is not None]
+        return [f"{err}: left {left}"]
+    return []
+
+
+def case_namespaces(case: Case) -> list[tuple[str, str, str | None]]:
+    return [("Namespace", case.name("Namespace", ns), None) for ns in case.namespaces()]
+
+
+def cleanup(kube: Kube, case: Case, wait_for_namespaces: bool = True) -> list[str]:
     """Delete everything the case may have made, in dependency order, waiting until it is gone."""
     made: dict[str, set[tuple[str, str | None]]] = {}
-    namespaces = [case.name("Namespace", ns) for ns in case.namespaces()]
-    for manifest in [*case.materialized_objects(), *(case.materialize(m) for s in case.steps for m in s.create)]:
+    created = [
+        *case.materialized_objects(),
+        *(case.materialize(m) for s in case.steps for m in s.create),
+    ]
+    for manifest in created:
         meta = manifest["metadata"]
         made.setdefault(manifest["kind"], set()).add((meta["name"], meta.get("namespace")))
-    for ns in namespaces:
+    namespaces = case_namespaces(case)
+    for _, ns, _ in namespaces:
         for kind in ("Workload", "LocalQueue"):
             try:
                 items = kube.list(kind, ns)
@@ -464,19 +535,21 @@ def cleanup(kube: Kube, case: Case) -> list[str]:
         targets = [(kind, name, ns) for kind in kinds for name, ns in made.get(kind, ())]
         for kind, name, ns in targets:
             kube.delete(kind, name, ns)
-        try:
-            _wait(
-                f"{', '.join(kinds)} of {case.id} to be gone",
-                lambda targets=targets: all(kube.get(k, n, s) is None for k, n, s in targets),
-                CLEANUP_DEADLINE_SECONDS,
-            )
-        except TimeoutError as err:
-            left = [f"{k} {s or ''}/{n}" for k, n, s in targets if kube.get(k, n, s) is not None]
-            problems.append(f"{err}: left {left}")
+        problems += wait_gone(kube, targets, f"{', '.join(kinds)} of {case.id} to be gone")
+        if kinds[0] == "LocalQueue":
+            for kind, name, ns in namespaces:
+                kube.delete(kind, name, ns)
+    if wait_for_namespaces:
+        problems += wait_gone(kube, namespaces, f"namespaces of {case.id} to be gone")
     return problems
 
 
-def run_case(kube: Kube, case: Case, deadline: float = EXPECT_DEADLINE_SECONDS) -> CaseResult:
+def run_case(
+    kube: Kube,
+    case: Case,
+    deadline: float = EXPECT_DEADLINE_SECONDS,
+    wait_for_namespaces: bool = True,
+) -> CaseResult:
     result = CaseResult(case)
     start = time.monotonic()
     try:
@@ -494,7 +567,7 @@ def run_case(kube: Kube, case: Case, deadline: float = EXPECT_DEADLINE_SECONDS) 
     except (KubeError, TimeoutError) as err:
         result.failures.append(f"{type(err).__name__}: {err}")
     finally:
-        problems = cleanup(kube, case)
+        problems = cleanup(kube, case, wait_for_namespaces)
         result.failures.extend(f"cleanup: {p}" for p in problems)
         result.seconds = time.monotonic() - start
     return result

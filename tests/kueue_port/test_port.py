@@ -16,7 +16,7 @@ import yaml
 from tests.cluster.driver import Cluster
 from tests.kueue_port.cases import Case, load_cases
 from tests.kueue_port.kube import admin_client
-from tests.kueue_port.runner import CaseResult, run_case
+from tests.kueue_port.runner import CaseResult, case_namespaces, run_case, wait_gone
 
 pytestmark = pytest.mark.cluster
 
@@ -54,8 +54,17 @@ def results(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[dict[s
     kube = admin_client(cluster)
     try:
         with ThreadPoolExecutor(PARALLEL) as pool:
-            done = pool.map(lambda case: run_case(kube, case), runnable)
-            yield {result.case.id: result for result in done}
+            done = pool.map(lambda case: run_case(kube, case, wait_for_namespaces=False), runnable)
+            by_id = {result.case.id: result for result in done}
+        # The namespaces of every case, waited for once (the namespace controller is slow).
+        left = wait_gone(
+            kube,
+            [ns for case in runnable for ns in case_namespaces(case)],
+            "the namespaces of the ported cases to be gone",
+        )
+        for result in by_id.values():
+            result.failures.extend(f"cleanup: {problem}" for problem in left)
+        yield by_id
     finally:
         kube.close()
 
