@@ -59,7 +59,7 @@ class Expectation:
 
     - admitted: QuotaReserved=True and Admitted=True (Go ExpectWorkloadsToBeAdmitted /
       ExpectWorkloadToBeAdmittedAs), optionally in a ClusterQueue and flavors.
-    - reserved: QuotaReserved=True (Go ExpectWorkloadsToHaveQuotaReservation), Admitted not required.
+    - reserved: QuotaReserved=True (Go ExpectWorkloadsToHaveQuotaReservation); Admitted or not.
     - reserved_not_admitted: QuotaReserved=True and Admitted not True (admission checks pending).
     - pending: QuotaReserved=False with reason Pending (Go ExpectWorkloadsToBePending: the scheduler
       tried and the Workload did not fit).
@@ -242,9 +242,7 @@ class Case:
             for ns in self.namespaces()
             if ns not in declared
         ]
-        return [self.materialize(m) for m in implicit] + [
-            self.materialize(m) for m in self.objects
-        ]
+        return [self.materialize(m) for m in implicit] + [self.materialize(m) for m in self.objects]
 
 
 # -- loading ----------------------------------------------------------------------------------

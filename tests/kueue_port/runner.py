@@ -60,7 +60,7 @@ class Observed:
 
 
 _STATUS_SAMPLE = re.compile(
-    r'^kueue_cluster_queue_status\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$', re.MULTILINE
+    r"^kueue_cluster_queue_status\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)$", re.MULTILINE
 )
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
@@ -145,7 +145,9 @@ def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
             else:
                 out.extend(check(ref, wl))
 
-    def reserved(want: WorkloadExpectation, admitted: bool | None) -> Callable[[str, Obj], list[str]]:
+    def reserved(
+        want: WorkloadExpectation, admitted: bool | None
+    ) -> Callable[[str, Obj], list[str]]:
         def check(ref: str, wl: Obj) -> list[str]:
             if not is_true(wl, "QuotaReserved"):
                 return [f"{ref}: wanted quota reserved, is {_describe(wl)}"]
@@ -246,24 +248,24 @@ def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
 
         each([ref], pending_message)
     for cq_name, count in expect.reserved_count.items():
-        cq = case.name("ClusterQueue", cq_name)
+        cq_ref = case.name("ClusterQueue", cq_name)
         holding = sorted(
-            name
-            for (_, name), wl in seen.workloads.items()
-            if is_true(wl, "QuotaReserved")
-            and ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") == cq
+            key[1]
+            for key, obj in seen.workloads.items()
+            if is_true(obj, "QuotaReserved")
+            and ((obj.get("status") or {}).get("admission") or {}).get("clusterQueue") == cq_ref
         )
         if len(holding) != count:
-            out.append(f"ClusterQueue {cq_name}: wanted {count} Workloads holding quota, got {holding}")
+            out.append(f"ClusterQueue {cq_name}: wanted {count} holding quota, got {holding}")
     for cq_name, share in expect.weighted_share.items():
-        status = (seen.cluster_queues.get(cq_name) or {}).get("status") or {}
-        got_share = (status.get("fairSharing") or {}).get("weightedShare")
+        cq_status = (seen.cluster_queues.get(cq_name) or {}).get("status") or {}
+        got_share = (cq_status.get("fairSharing") or {}).get("weightedShare")
         if got_share != share:
             out.append(f"ClusterQueue {cq_name}: wanted weightedShare {share}, got {got_share}")
     for cq_name, status in expect.cluster_queue_status.items():
         got_status = seen.cluster_queue_status.get(case.name("ClusterQueue", cq_name))
         if got_status != status:
-            out.append(f"ClusterQueue {cq_name}: wanted {status} in Kueue's cache, got {got_status}")
+            out.append(f"ClusterQueue {cq_name}: wanted {status} (Kueue's cache), got {got_status}")
     for ref, status in expect.local_queue_active.items():
         cond = condition(seen.local_queues.get(case.workload_key(ref)), "Active") or {}
         if cond.get("status") != status:
@@ -275,11 +277,10 @@ def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
 def _ref(case: Case, ref: str) -> tuple[str, str, str | None]:
     """(kind, materialized name, materialized namespace or None) of "Kind/name" / "Kind/ns/name"."""
     kind, _, rest = ref.partition("/")
-    namespace, _, name = rest.rpartition("/")
     if kind in ("Workload", "LocalQueue", "Job"):
         ns, name = case.workload_key(rest)
         return kind, name, ns
-    return kind, case.name(kind, name), None
+    return kind, case.name(kind, rest), None
 
 
 def _wait(what: str, done: Callable[[], bool], deadline: float = EXPECT_DEADLINE_SECONDS) -> None:
@@ -290,7 +291,9 @@ def _wait(what: str, done: Callable[[], bool], deadline: float = EXPECT_DEADLINE
         time.sleep(POLL_SECONDS)
 
 
-def _update_status(kube: Kube, kind: str, name: str, ns: str | None, change: Callable[[Obj], None]) -> None:
+def _update_status(
+    kube: Kube, kind: str, name: str, ns: str | None, change: Callable[[Obj], None]
+) -> None:
     for _ in range(20):
         obj = kube.get(kind, name, ns)
         if obj is None:
@@ -307,7 +310,8 @@ def _now() -> str:
 
 
 def _set_condition(obj: Obj, cond: Obj) -> None:
-    conds = [c for c in obj.setdefault("status", {}).get("conditions") or [] if c["type"] != cond["type"]]
+    conds = obj.setdefault("status", {}).get("conditions") or []
+    conds = [c for c in conds if c["type"] != cond["type"]]
     old = condition(obj, cond["type"])
     if old and old.get("status") == cond["status"]:
         cond["lastTransitionTime"] = old["lastTransitionTime"]
@@ -385,17 +389,20 @@ def act(kube: Kube, case: Case, step: Step) -> None:
         ns, name = case.workload_key(ref)
         _update_status(kube, "Workload", name, ns, _finish)
     for ref in step.finish_eviction:
-        ns, name = case.workload_key(ref)
-        _wait(
-            f"{ref} to be evicted",
-            lambda ns=ns, name=name: is_true(kube.get("Workload", name, ns), "Evicted"),
-        )
-        _update_status(kube, "Workload", name, ns, _unset_quota_reservation)
+        wl_ns, wl_name = case.workload_key(ref)
+
+        def evicted(ns: str = wl_ns, name: str = wl_name) -> bool:
+            return is_true(kube.get("Workload", name, ns), "Evicted")
+
+        _wait(f"{ref} to be evicted", evicted)
+        _update_status(kube, "Workload", wl_name, wl_ns, _unset_quota_reservation)
     for cq_name, count in step.finish_eviction_in.items():
         cq = case.name("ClusterQueue", cq_name)
-        evicted: list[tuple[str, str]] = []
+        found: list[tuple[str, str]] = []
 
-        def enough_evicted(cq: str = cq, count: int = count) -> bool:
+        def enough_evicted(
+            cq: str = cq, count: int = count, evicted: list[tuple[str, str]] = found
+        ) -> bool:
             evicted.clear()
             for ns in case.namespaces():
                 namespace = case.name("Namespace", ns)
@@ -406,7 +413,7 @@ def act(kube: Kube, case: Case, step: Step) -> None:
             return len(evicted) >= count
 
         _wait(f"{count} evicted Workloads in {cq_name}", enough_evicted)
-        for namespace, name in evicted[:count]:
+        for namespace, name in found[:count]:
             _update_status(kube, "Workload", name, namespace, _unset_quota_reservation)
     for ref, pods in step.reclaimable_pods.items():
         ns, name = case.workload_key(ref)
@@ -457,7 +464,11 @@ def act(kube: Kube, case: Case, step: Step) -> None:
         if wl is None:
             raise KubeError(f"Workload {ref} not found")
         created = _parse_time(wl["metadata"]["creationTimestamp"])
-        _wait(f"the second after {ref}'s creation", lambda c=created: time.time() >= c + 1.0)
+
+        def next_second(created: float = created) -> bool:
+            return time.time() >= created + 1.0
+
+        _wait(f"the second after {ref}'s creation", next_second)
 
 
 def expect_state(kube: Kube, case: Case, expect: Expectation, deadline: float) -> list[str]:
@@ -491,9 +502,7 @@ _CLEANUP_ORDER = (
 )
 
 
-def wait_gone(
-    kube: Kube, targets: list[tuple[str, str, str | None]], what: str
-) -> list[str]:
+def wait_gone(kube: Kube, targets: list[tuple[str, str, str | None]], what: str) -> list[str]:
     """Wait (bounded) until every (kind, name, namespace) is gone; what is left, if anything."""
     try:
         _wait(
@@ -522,14 +531,14 @@ def cleanup(kube: Kube, case: Case, wait_for_namespaces: bool = True) -> list[st
         meta = manifest["metadata"]
         made.setdefault(manifest["kind"], set()).add((meta["name"], meta.get("namespace")))
     namespaces = case_namespaces(case)
-    for _, ns, _ in namespaces:
+    for _, namespace, _ in namespaces:
         for kind in ("Workload", "LocalQueue"):
             try:
-                items = kube.list(kind, ns)
+                items = kube.list(kind, namespace)
             except KubeError:
                 items = []
             for item in items:
-                made.setdefault(kind, set()).add((item["metadata"]["name"], ns))
+                made.setdefault(kind, set()).add((item["metadata"]["name"], namespace))
     problems = []
     for kinds in _CLEANUP_ORDER:
         targets = [(kind, name, ns) for kind in kinds for name, ns in made.get(kind, ())]
@@ -537,8 +546,8 @@ def cleanup(kube: Kube, case: Case, wait_for_namespaces: bool = True) -> list[st
             kube.delete(kind, name, ns)
         problems += wait_gone(kube, targets, f"{', '.join(kinds)} of {case.id} to be gone")
         if kinds[0] == "LocalQueue":
-            for kind, name, ns in namespaces:
-                kube.delete(kind, name, ns)
+            for ns_kind, ns_name, _ in namespaces:
+                kube.delete(ns_kind, ns_name)
     if wait_for_namespaces:
         problems += wait_gone(kube, namespaces, f"namespaces of {case.id} to be gone")
     return problems
