@@ -133,6 +133,27 @@ def _placement_unmet(case: Case, ref: str, wl: Obj, want: WorkloadExpectation) -
     return out
 
 
+def has_condition(
+    kind: str, status: str, reason: str | None = None, message: str | None = None
+) -> Callable[[str, Obj], list[str]]:
+    """A check that a Workload has condition `kind` with this status (and reason, message)."""
+    wanted = f"{kind}={status}" + (f"/{reason}" if reason else "")
+    wanted += f" {message!r}" if message is not None else ""
+
+    def check(ref: str, wl: Obj) -> list[str]:
+        cond = condition(wl, kind) or {}
+        if (
+            cond.get("status") == status
+            and reason in (None, cond.get("reason"))
+            and message in (None, cond.get("message"))
+        ):
+            return []
+        got = f" (message {cond.get('message')!r})" if message is not None else ""
+        return [f"{ref}: wanted {wanted}, is {_describe(wl)}{got}"]
+
+    return check
+
+
 def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
     """Every fact of `expect` that `seen` does not show (empty: the expectation holds)."""
     out: list[str] = []
@@ -166,13 +187,7 @@ def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
     for ref, want in expect.reserved_not_admitted.items():
         each([ref], reserved(want, False))
 
-    def pending(ref: str, wl: Obj) -> list[str]:
-        cond = condition(wl, "QuotaReserved")
-        if cond and cond.get("status") == "False" and cond.get("reason") == "Pending":
-            return []
-        return [f"{ref}: wanted pending (QuotaReserved=False/Pending), is {_describe(wl)}"]
-
-    each(expect.pending, pending)
+    each(expect.pending, has_condition("QuotaReserved", "False", "Pending"))
 
     def not_reserved(ref: str, wl: Obj) -> list[str]:
         if is_true(wl, "QuotaReserved"):
@@ -180,44 +195,14 @@ def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
         return []
 
     each(expect.not_reserved, not_reserved)
-
     for ref, cq_name in expect.frozen.items():
         message = f"ClusterQueue {case.name('ClusterQueue', cq_name)} is inactive"
-
-        def frozen(ref: str, wl: Obj, message: str = message) -> list[str]:
-            cond = condition(wl, "QuotaReserved") or {}
-            if (cond.get("status"), cond.get("reason"), cond.get("message")) == (
-                "False",
-                "Inadmissible",
-                message,
-            ):
-                return []
-            return [f"{ref}: wanted Inadmissible {message!r}, is {_describe(wl)} {cond}"]
-
-        each([ref], frozen)
-
-    def evicted_by(reason: str) -> Callable[[str, Obj], list[str]]:
-        def check(ref: str, wl: Obj) -> list[str]:
-            cond = condition(wl, "Evicted") or {}
-            if cond.get("status") == "True" and cond.get("reason") == reason:
-                return []
-            return [f"{ref}: wanted Evicted=True/{reason}, is {_describe(wl)}"]
-
-        return check
-
-    for ref in expect.preempted:
-        each([ref], evicted_by("Preempted"))
+        each([ref], has_condition("QuotaReserved", "False", "Inadmissible", message))
+    each(expect.preempted, has_condition("Evicted", "True", "Preempted"))
     for ref, reason in expect.evicted.items():
-        each([ref], evicted_by(reason))
+        each([ref], has_condition("Evicted", "True", reason))
     for ref, reason in expect.preempted_reason.items():
-
-        def preempted_reason(ref: str, wl: Obj, reason: str = reason) -> list[str]:
-            cond = condition(wl, "Preempted") or {}
-            if cond.get("status") == "True" and cond.get("reason") == reason:
-                return []
-            return [f"{ref}: wanted Preempted=True/{reason}, is {_describe(wl)}"]
-
-        each([ref], preempted_reason)
+        each([ref], has_condition("Preempted", "True", reason))
 
     for cq_name, flavors in expect.borrowed.items():
         cq = seen.cluster_queues.get(cq_name)
@@ -239,14 +224,7 @@ def unmet(case: Case, expect: Expectation, seen: Observed) -> list[str]:
             out.append(f"ClusterQueue {cq_name}: wanted Active={status}, got {cond}")
     for ref, message in expect.pending_message.items():
         wanted = message.replace("{prefix}", case.prefix())
-
-        def pending_message(ref: str, wl: Obj, wanted: str = wanted) -> list[str]:
-            cond = condition(wl, "QuotaReserved") or {}
-            if cond.get("status") == "False" and cond.get("message") == wanted:
-                return []
-            return [f"{ref}: wanted QuotaReserved=False {wanted!r}, got {cond.get('message')!r}"]
-
-        each([ref], pending_message)
+        each([ref], has_condition("QuotaReserved", "False", None, wanted))
     for cq_name, count in expect.reserved_count.items():
         cq_ref = case.name("ClusterQueue", cq_name)
         holding = sorted(
