@@ -22,7 +22,7 @@ pytestmark = pytest.mark.cluster
 
 CASES = load_cases()
 # Cases run at once; each mostly waits on Kueue, so more than the cores is fine.
-PARALLEL = 8
+PARALLEL = 12
 
 
 def kueue_config(cluster: Cluster) -> dict[str, Any]:
