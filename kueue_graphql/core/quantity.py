@@ -9,8 +9,9 @@ Parsing follows `k8s.io/apimachinery/pkg/api/resource` v0.36.3 (`ParseQuantity` 
                | Ki | Mi | Gi | Ti | Pi | Ei               (2^10 .. 2^60)
                | ("e" | "E") sign? digits                  (10^exponent)
 
-so ".5", "5.", "1.G", "+1", "1E-3" are quantities and "." or a lone "-" is zero, as in
-Kubernetes; "1.1.M", "0.1mi", "1i", "1 " are not. Surrounding whitespace is trimmed, as the API
+so ".5", "5.", "1.G", "+1", "1E-3" are quantities and ".", a lone "-" or "Ki" are zero, as in
+Kubernetes ("Pi", "Ei" and "e-10" without a digit are not: ParseQuantity's slow path refuses
+them); "1.1.M", "0.1mi", "1i", "1 " are not. Surrounding whitespace is trimmed, as the API
 server's JSON decoding does (`Quantity.UnmarshalJSON`).
 
 The value is what the API server stores for it: a non-zero amount finer than a nano is rounded
@@ -158,6 +159,10 @@ def parse_quantity(value: str | int | float) -> Quantity:
             raise QuantityError(
                 f"{text!r}: exponent {exponent} is outside -{MAX_EXPONENT}..{MAX_EXPONENT}"
             )
+    if not match["integer"] + fraction and (suffix in ("Pi", "Ei") or exponent < -9):
+        # No digit reads as 0 in parseQuantityString, but where ParseQuantity leaves its int64
+        # fast path (these suffixes) inf.Dec refuses the empty number.
+        raise QuantityError(f"{text!r} is not a Kubernetes quantity")
     digits = (match["integer"] + fraction).lstrip("0") or "0"
     negative = match["sign"] == "-" and digits != "0"
     # Built from its digits and exponent (at most 63 and |64 + 63|): no power is computed.

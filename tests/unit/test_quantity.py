@@ -156,6 +156,8 @@ def test_parses_as_kubernetes_does(text: str, exact: str, quantity_format: Quant
         # suffix.go is digits after an optional sign; non-ASCII digits are not digits.
         *["1e", "1E+", "1K", "1k5", "1ee5", "1e5.5", "1e1.5", "--1", "1 Gi"],
         *["\u0661", "1e\u0663"],  # ARABIC-INDIC DIGIT ONE, THREE
+        # No digit is 0 only on ParseQuantity's int64 fast path (see the zero test below).
+        *["Pi", "Ei", "-Ei", ".Pi", "e-10", "-.E-12"],
     ],
 )
 def test_refuses_what_kubernetes_refuses(bad: str) -> None:
@@ -169,7 +171,9 @@ def test_surrounding_whitespace_is_trimmed_as_the_api_server_reads_json() -> Non
     assert parse_quantity("\t500m\n").amount == Decimal("0.5")
 
 
-@pytest.mark.parametrize("zero", [".", "-.", "+", "-", "Ki", "m", "e5", "0e-64", "-0"])
+@pytest.mark.parametrize(
+    "zero", [".", "-.", "+", "-", "Ki", "Ti", "m", "n", "e5", "e-9", "0e-64", "-0", "0Ei"]
+)
 def test_bare_signs_points_and_suffixes_are_zero_as_in_kubernetes(zero: str) -> None:
     # TestParseQuantityString: "." and "-." scan as the number 0; parseQuantityString makes an
     # empty numerator "0", so a sign or suffix alone is zero too.
