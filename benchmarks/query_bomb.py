@@ -188,7 +188,7 @@ def server() -> Iterator[Server]:
     process = subprocess.Popen(command, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, process, 30)
+        wait_ready(url, process, 180)  # the CLI imports for 30-60 s on a loaded machine
         yield Server(url, process, report)
     finally:
         process.terminate()
@@ -385,9 +385,11 @@ async def measure(args: argparse.Namespace) -> None:
 
 # -- issue 22, W1/W2: quantities in whatIf ----------------------------------------------------
 
+# What the tests send (tests/service/test_quantity_input.py): the fields that stalled or failed.
 WHAT_IF_QUANTITY = (
     'query W1($pods: [WhatIfPodSetInput!]) { whatIf(namespace: "team-a", '
-    'localQueue: "lq-research", podSets: $pods) { verdict } }'
+    'localQueue: "lq-research", podSets: $pods) { verdict summary '
+    "podSets { name requests { resource quantity } totalRequests { quantity } } } }"
 )
 QUANTITY_BURST = 20  # requests arriving at once in the /healthz row
 
