@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kueue_graphql.context import LiveLimits, RequestLimits
+from kueue_graphql.core.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
@@ -446,21 +447,33 @@ def _remote_arguments(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _quantity(flag: str, text: str) -> str:
+    """The flag's quantity as given, once the server's own parser admits it (so a typo exits 2
+    here, before any call)."""
+    try:
+        parse_quantity(text)
+    except QuantityError as error:
+        raise ValueError(f"{flag}: {error}; {QUANTITY_SYNTAX}") from error
+    return text
+
+
 def what_if_pod_set(args: argparse.Namespace) -> dict[str, Any]:
     """`fits`' flags as one WhatIfPodSetInput; ValueError on a malformed flag."""
     requests: list[dict[str, str]] = []
-    for resource, value in (
-        ("cpu", args.cpu),
-        ("memory", args.memory),
-        (args.gpu_resource, args.gpu),
+    for flag, resource, value in (
+        ("--cpu", "cpu", args.cpu),
+        ("--memory", "memory", args.memory),
+        ("--gpu", args.gpu_resource, args.gpu),
     ):
         if value is not None:
-            requests.append({"resource": resource, "quantity": str(value)})
+            requests.append({"resource": resource, "quantity": _quantity(flag, str(value))})
     for raw in args.request:
         resource, sep, quantity = raw.partition("=")
         if not sep or not resource or not quantity:
-            raise ValueError(f"--request {raw!r}: give RESOURCE=QUANTITY")
-        requests.append({"resource": resource, "quantity": quantity})
+            raise ValueError(f"--request {raw[:80]!r}: give RESOURCE=QUANTITY")
+        requests.append(
+            {"resource": resource, "quantity": _quantity(f"--request {resource}", quantity)}
+        )
     if not requests:
         raise ValueError("give what each Pod requests: --cpu, --memory, --gpu or --request")
     selector = []
