@@ -13,7 +13,15 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from kueue_graphql.http.access_log import install_access_log_redaction
 from kueue_graphql.http.connection import with_header_deadline
+from kueue_graphql.http.document_size import document_size_limit
 from kueue_graphql.http.settings import ServerSettings
+from kueue_graphql.http.ws_protocol import with_slow_consumer_close
+
+# uvicorn's keep-alive of a WebSocket: a ping every 20 s, the connection closed (1011) when its
+# pong has not come 20 s later. A subscriber that is not reading while messages wait is closed
+# with SLOW_CONSUMER instead (http/ws_protocol.py), after --subscription-send-timeout.
+WS_PING_INTERVAL_SECONDS = 20.0
+WS_PING_TIMEOUT_SECONDS = 20.0
 
 
 def uvicorn_config(
@@ -37,6 +45,13 @@ def uvicorn_config(
         access_log=access_log,
         http=with_header_deadline(protocol, settings.header_timeout_seconds),
         timeout_keep_alive=settings.keep_alive_timeout_seconds,
+        # One WebSocket implementation, known: websockets' sans-I/O protocol, whose max_size
+        # bounds a message after permessage-deflate (a 15 MiB comment compresses to ~15 KiB).
+        ws=with_slow_consumer_close(settings.live_limits.send_timeout_seconds),
+        ws_max_size=document_size_limit(settings),
+        ws_per_message_deflate=True,
+        ws_ping_interval=WS_PING_INTERVAL_SECONDS,
+        ws_ping_timeout=WS_PING_TIMEOUT_SECONDS,
         lifespan="on",
         log_config=log_config,
     )
