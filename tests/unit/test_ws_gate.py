@@ -66,9 +66,13 @@ def ws_url(server: Server) -> str:
 
 async def closed_with(socket: ClientConnection) -> tuple[int, str]:
     """Reads until the server closes; its close code and reason."""
-    with pytest.raises(ConnectionClosed) as closed:
+
+    async def read_all() -> None:
         while True:
             await socket.recv()
+
+    with pytest.raises(ConnectionClosed) as closed:
+        await read_all()
     frame = closed.value.rcvd
     assert frame is not None, "closed without a close frame"
     return frame.code, frame.reason
@@ -110,7 +114,8 @@ async def test_malformed_first_frame_is_closed_with_4400(
     assert code == 4400
     assert errors_logged(caplog) == []
     refused = [r for r in caplog.records if "WebSocket closed with 4400" in r.getMessage()]
-    assert len(refused) == 1 and refused[0].levelno == logging.DEBUG
+    assert len(refused) == 1
+    assert refused[0].levelno == logging.DEBUG
 
 
 async def test_malformed_frame_on_the_legacy_protocol_is_closed_with_4400(
@@ -143,7 +148,7 @@ async def test_compressed_padded_subscribe_is_refused_by_its_decompressed_size(
     server: Server, stub: Stub, caplog: pytest.LogCaptureFixture
 ) -> None:
     # 4 MiB of comment compresses (permessage-deflate) to a few KiB on the wire.
-    padded = "#" + " " * (4 << 20) + "\nsubscription { clusterQueue(name: \"x\") { name } }"
+    padded = "#" + " " * (4 << 20) + '\nsubscription { clusterQueue(name: "x") { name } }'
     message = json.dumps({"id": "1", "type": "subscribe", "payload": {"query": padded}})
     async with connect(
         ws_url(server),
