@@ -17,12 +17,6 @@ from kueue_graphql.http.document_size import document_size_limit
 from kueue_graphql.http.settings import ServerSettings
 from kueue_graphql.http.ws_protocol import with_slow_consumer_close
 
-# uvicorn's keep-alive of a WebSocket: a ping every 20 s, the connection closed (1011) when its
-# pong has not come 20 s later. A subscriber that is not reading while messages wait is closed
-# with SLOW_CONSUMER instead (http/ws_protocol.py), after --subscription-send-timeout.
-WS_PING_INTERVAL_SECONDS = 20.0
-WS_PING_TIMEOUT_SECONDS = 20.0
-
 
 def uvicorn_config(
     app: Starlette,
@@ -50,8 +44,8 @@ def uvicorn_config(
         ws=with_slow_consumer_close(settings.live_limits.send_timeout_seconds),
         ws_max_size=document_size_limit(settings),
         ws_per_message_deflate=True,
-        ws_ping_interval=WS_PING_INTERVAL_SECONDS,
-        ws_ping_timeout=WS_PING_TIMEOUT_SECONDS,
+        ws_ping_interval=settings.ws_ping_interval_seconds,
+        ws_ping_timeout=settings.ws_ping_timeout_seconds,
         lifespan="on",
         log_config=log_config,
     )

@@ -5,6 +5,7 @@ an API-server stub that only answers TokenReview: nothing here reads any object.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -72,7 +73,7 @@ async def closed_with(socket: ClientConnection) -> tuple[int, str]:
             await socket.recv()
 
     with pytest.raises(ConnectionClosed) as closed:
-        await read_all()
+        await asyncio.wait_for(read_all(), 30)
     frame = closed.value.rcvd
     assert frame is not None, "closed without a close frame"
     return frame.code, frame.reason
