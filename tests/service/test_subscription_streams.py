@@ -416,6 +416,32 @@ class StallingClient:
         self.sock.close()
 
 
+async def change_until_closed(cluster: Cluster, services: Any, most: int) -> int:
+    """Changes wl-stream-big (a ~240 KB annotation each time, pushed in full) until no
+    subscription is open or `most` changes were made; how many were made."""
+    patches = 0
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
+        while services.live.total and patches < most:
+            patches += 1
+            body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
+            patch.seek(0)
+            patch.truncate()
+            patch.write(json.dumps(body))
+            patch.flush()
+            cluster.kubectl(
+                "patch",
+                "workload",
+                "wl-stream-big",
+                "-n",
+                "team-a",
+                "--type=merge",
+                "--patch-file",
+                patch.name,
+            )
+            await asyncio.sleep(0.1)
+    return patches
+
+
 async def test_slow_consumer_ends_with_slow_consumer(
     live_server: Server, cluster: Cluster, scenario: None
 ) -> None:
@@ -443,26 +469,7 @@ async def test_slow_consumer_ends_with_slow_consumer(
         first = await client.receive()
         assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
         # The client stops reading; the Workload changes, each change pushed in full.
-        patches = 0
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
-            while services.live.total and patches < 60:
-                patches += 1
-                body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
-                patch.seek(0)
-                patch.truncate()
-                patch.write(json.dumps(body))
-                patch.flush()
-                cluster.kubectl(
-                    "patch",
-                    "workload",
-                    "wl-stream-big",
-                    "-n",
-                    "team-a",
-                    "--type=merge",
-                    "--patch-file",
-                    patch.name,
-                )
-                await asyncio.sleep(0.1)
+        patches = await change_until_closed(cluster, services, 60)
         assert services.live.total == 0, f"still open after {patches} changes"
         # The client reads again: what was on the wire, then the error, then complete.
         read = 0
@@ -519,26 +526,7 @@ async def test_stalled_consumer_is_closed_with_slow_consumer_before_keep_alive(
             assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
             # The client stops reading; each change is pushed in full (~240 KB) until the
             # socket's buffers fill and the server gives up on the client.
-            patches = 0
-            with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
-                while services.live.total and patches < 80:
-                    patches += 1
-                    body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
-                    patch.seek(0)
-                    patch.truncate()
-                    patch.write(json.dumps(body))
-                    patch.flush()
-                    cluster.kubectl(
-                        "patch",
-                        "workload",
-                        "wl-stream-big",
-                        "-n",
-                        "team-a",
-                        "--type=merge",
-                        "--patch-file",
-                        patch.name,
-                    )
-                    await asyncio.sleep(0.1)
+            patches = await change_until_closed(cluster, services, 80)
             assert services.live.total == 0, f"still open after {patches} changes"
             # Reading again: what was on the wire, then the close with the documented code.
             code, reason = await client.close_code()

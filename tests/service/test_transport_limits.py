@@ -6,17 +6,16 @@ benchmarks/query_bomb.py (tests assert no timings)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from typing import Any
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
 
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server
+from tests.service.live_client import MALFORMED_FRAMES, close_of, ws_url
 from tests.service.test_bad_input import assert_error
 
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
@@ -27,24 +26,6 @@ TWO_SUBSCRIPTIONS = (
     'subscription Queue { clusterQueue(name: "cq-a") { name } } '
     'subscription Mine { workloads(namespace: "team-a") { count } }'
 )
-
-
-def ws_url(server: Server) -> str:
-    return server.url.replace("http://", "ws://") + "/graphql"
-
-
-async def close_of(socket: ClientConnection) -> tuple[int, str]:
-    """Reads until the server closes the socket (within 30 s): its close code and reason."""
-
-    async def read_all() -> None:
-        while True:
-            await socket.recv()
-
-    with pytest.raises(ConnectionClosed) as closed:
-        await asyncio.wait_for(read_all(), 30)
-    frame = closed.value.rcvd
-    assert frame is not None, "the server dropped the socket without a close frame"
-    return frame.code, frame.reason
 
 
 def errors_logged(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -70,7 +51,7 @@ async def test_compressed_comment_padded_subscribe_is_refused_by_its_inflated_si
     padded = "#" + " " * (15 << 20) + '\nsubscription { clusterQueue(name: "cq-a") { name } }'
     message = json.dumps({"id": "1", "type": "subscribe", "payload": {"query": padded}})
     async with connect(
-        ws_url(server),
+        ws_url(server.url),
         subprotocols=[PROTOCOL],  # type: ignore[list-item]
         compression="deflate",
         max_size=None,
@@ -100,19 +81,7 @@ async def test_document_over_the_cap_is_refused_on_every_http_transport(
 # -- N2: malformed WebSocket frames ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "frame",
-    [
-        "[]",
-        "1",
-        '"x"',
-        "null",
-        "[" * 1000 + "]" * 1000,
-        '{"type": "subscribe", "id": {}, "payload": {"query": "{ __typename }"}}',
-        '{"type": "subscribe", "id": "1", "payload": {"query": 7}}',
-    ],
-    ids=["array", "number", "string", "null", "1000-deep", "id-object", "query-number"],
-)
+@pytest.mark.parametrize("frame", MALFORMED_FRAMES.values(), ids=MALFORMED_FRAMES.keys())
 @pytest.mark.parametrize("protocol", [PROTOCOL, "graphql-ws"])
 async def test_malformed_first_frame_is_closed_with_4400_and_one_debug_line(
     server: Server, frame: str, protocol: str, caplog: pytest.LogCaptureFixture
@@ -120,7 +89,7 @@ async def test_malformed_first_frame_is_closed_with_4400_and_one_debug_line(
     """Before any token: each raised inside strawberry's handler (TypeError, RecursionError),
     one ERROR traceback per frame, and the socket dropped without a close code."""
     caplog.set_level(logging.DEBUG)
-    async with connect(ws_url(server), subprotocols=[protocol]) as socket:  # type: ignore[list-item]
+    async with connect(ws_url(server.url), subprotocols=[protocol]) as socket:  # type: ignore[list-item]
         await socket.send(frame)
         code, _ = await close_of(socket)
     assert code == 4400
@@ -131,7 +100,7 @@ async def test_malformed_first_frame_is_closed_with_4400_and_one_debug_line(
 
 async def test_pings_before_connection_init_are_limited(server: Server) -> None:
     """A client needs no ping before connection_init; ten are answered, the 11th closes 4429."""
-    async with connect(ws_url(server), subprotocols=[PROTOCOL]) as socket:  # type: ignore[list-item]
+    async with connect(ws_url(server.url), subprotocols=[PROTOCOL]) as socket:  # type: ignore[list-item]
         pongs = 0
         for _ in range(10):
             await socket.send('{"type": "ping"}')
@@ -176,7 +145,7 @@ async def test_two_queries_without_operation_name_over_http(
 async def test_two_subscriptions_without_operation_name_over_websocket(
     server: Server, cluster: Cluster
 ) -> None:
-    async with connect(ws_url(server), subprotocols=[PROTOCOL]) as socket:  # type: ignore[list-item]
+    async with connect(ws_url(server.url), subprotocols=[PROTOCOL]) as socket:  # type: ignore[list-item]
         await initialised(socket, cluster.token("alice"))
         subscribe = {"id": "1", "type": "subscribe", "payload": {"query": TWO_SUBSCRIPTIONS}}
         await socket.send(json.dumps(subscribe))

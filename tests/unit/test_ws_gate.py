@@ -5,7 +5,6 @@ an API-server stub that only answers TokenReview: nothing here reads any object.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -15,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
 
 from kueue_graphql.http import ServerSettings
 from kueue_graphql.http.websocket import MAX_MESSAGES_BEFORE_INIT
 from tests.service.conftest import Server, running_server
+from tests.service.live_client import MALFORMED_FRAMES, close_of, ws_url
 from tests.unit.apiserver_stub import Stub, apiserver_stub
 
 CAP = 4096
@@ -61,24 +60,6 @@ async def server(stub: Stub, tmp_path: Path) -> AsyncIterator[Server]:
         yield running
 
 
-def ws_url(server: Server) -> str:
-    return server.url.replace("http://", "ws://") + "/graphql"
-
-
-async def closed_with(socket: ClientConnection) -> tuple[int, str]:
-    """Reads until the server closes; its close code and reason."""
-
-    async def read_all() -> None:
-        while True:
-            await socket.recv()
-
-    with pytest.raises(ConnectionClosed) as closed:
-        await asyncio.wait_for(read_all(), 30)
-    frame = closed.value.rcvd
-    assert frame is not None, "closed without a close frame"
-    return frame.code, frame.reason
-
-
 def calls(stub: Stub) -> list[str]:
     """API calls after the server's start (its own access checks at start left out)."""
     return [r.path for r in stub.requests if not r.path.endswith("/selfsubjectaccessreviews")]
@@ -88,30 +69,14 @@ def errors_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
 
-@pytest.mark.parametrize(
-    "frame",
-    [
-        "[]",
-        "1",
-        '"x"',
-        "null",
-        "[" * 1000 + "]" * 1000,
-        "[" * 40 + "]" * 40,
-        "{nope",
-        '{"type": 5}',
-        '{"type": "subscribe", "id": ["a"], "payload": {"query": "{ __typename }"}}',
-        '{"type": "connection_init", "payload": []}',
-        '{"type": "ping", "payload": 1}',
-    ],
-    ids=lambda frame: frame[:24],
-)
+@pytest.mark.parametrize("frame", MALFORMED_FRAMES.values(), ids=MALFORMED_FRAMES.keys())
 async def test_malformed_first_frame_is_closed_with_4400(
     server: Server, frame: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    async with connect(ws_url(server), subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
+    async with connect(ws_url(server.url), subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
         await socket.send(frame)
-        code, _ = await closed_with(socket)
+        code, _ = await close_of(socket)
     assert code == 4400
     assert errors_logged(caplog) == []
     refused = [r for r in caplog.records if "WebSocket closed with 4400" in r.getMessage()]
@@ -122,20 +87,20 @@ async def test_malformed_first_frame_is_closed_with_4400(
 async def test_malformed_frame_on_the_legacy_protocol_is_closed_with_4400(
     server: Server, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with connect(ws_url(server), subprotocols=["graphql-ws"]) as socket:  # type: ignore[list-item]
+    async with connect(ws_url(server.url), subprotocols=["graphql-ws"]) as socket:  # type: ignore[list-item]
         await socket.send("[]")
-        code, _ = await closed_with(socket)
+        code, _ = await close_of(socket)
     assert code == 4400
     assert errors_logged(caplog) == []
 
 
 async def test_pings_before_connection_init_are_limited(server: Server) -> None:
-    async with connect(ws_url(server), subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
+    async with connect(ws_url(server.url), subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
         for _ in range(MAX_MESSAGES_BEFORE_INIT):
             await socket.send(json.dumps({"type": "ping"}))
             assert json.loads(await socket.recv()) == {"type": "pong"}
         await socket.send(json.dumps({"type": "ping"}))
-        code, reason = await closed_with(socket)
+        code, reason = await close_of(socket)
     assert (code, reason) == (4429, "more than 10 messages before connection_init")
 
 
@@ -152,13 +117,13 @@ async def test_compressed_padded_subscribe_is_refused_by_its_decompressed_size(
     padded = "#" + " " * (4 << 20) + '\nsubscription { clusterQueue(name: "x") { name } }'
     message = json.dumps({"id": "1", "type": "subscribe", "payload": {"query": padded}})
     async with connect(
-        ws_url(server),
+        ws_url(server.url),
         subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
         compression="deflate",
     ) as socket:
         await _initialised(socket)
         await socket.send(message)
-        code, _ = await closed_with(socket)
+        code, _ = await close_of(socket)
     assert code == 1009
     assert calls(stub) == ["/apis/authentication.k8s.io/v1/tokenreviews"]
     assert errors_logged(caplog) == []
@@ -169,7 +134,7 @@ async def test_two_operations_without_operation_name_over_websocket(server: Serv
         'subscription A { clusterQueue(name: "x") { name } } '
         'subscription B { workload(namespace: "a", name: "b") { type } }'
     )
-    async with connect(ws_url(server), subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
+    async with connect(ws_url(server.url), subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
         await _initialised(socket)
         subscribe = {"id": "1", "type": "subscribe", "payload": {"query": document}}
         await socket.send(json.dumps(subscribe))
