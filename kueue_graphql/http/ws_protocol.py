@@ -25,6 +25,7 @@ import asyncio
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import OPEN
 
 # A private-use code (4000-4999) that graphql-ws clients do not treat as fatal: they reconnect
 # (with their back-off) and subscribe again, getting the current state first.
@@ -70,7 +71,7 @@ def with_slow_consumer_close(send_timeout: float) -> type[WebSocketsSansIOProtoc
 
         def close_slow_consumer(self) -> None:
             self.send_timer = None
-            if self.close_sent or self.transport.is_closing():
+            if self.close_sent or self.transport.is_closing() or self.conn.state is not OPEN:
                 return
             self.stop_keepalive()
             reason = slow_consumer_reason(send_timeout)
