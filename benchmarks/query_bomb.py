@@ -191,7 +191,8 @@ def server() -> Iterator[Server]:
     process = subprocess.Popen(command, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, process, 30)
+        # Importing the CLI takes 30-60 s on a loaded machine.
+        wait_ready(url, process, 180)
         yield Server(url, process, report)
     finally:
         process.terminate()
