@@ -24,6 +24,13 @@ under one query text, the quantity in the variables: server CPU per refusal over
 then `/healthz` probed while 20 of them arrive at once. Target (issue 22): < 50 ms CPU per
 refusal. `--quantities-only` runs just these.
 
+Issue 22's N1 input is measured apart (`padded_subscribes`): a graphql-transport-ws `subscribe`
+whose document is `--padding-mib` (15) MiB of comment, compressed by permessage-deflate to some
+15 KiB on the wire, sent by a caller without any RBAC (`nobody`) after `connection_init`: the
+server CPU per refused request (connection, init and close included, against the same
+connection with a one-line subscribe), then `/healthz` probed every 5 ms while 20 of them arrive
+at once. It was parsed in full: 6.7 s of CPU, `/healthz` held 14.8-24 s.
+
 Each bomb is sent with `Authorization: Bearer anything` (refused before the token is reviewed) and
 with viewer's valid token. Every request carries a unique comment, so the parse and validation
 caches never answer it (an attacker would vary the text too); `repeat` rows send one text again
@@ -44,6 +51,7 @@ import argparse
 import asyncio
 import http.client
 import itertools
+import json
 import multiprocessing
 import os
 import signal
@@ -62,6 +70,8 @@ from typing import Any
 
 import httpx
 from admission_path import wait_ready
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".cluster"
@@ -381,6 +391,80 @@ async def measure(args: argparse.Namespace) -> None:
                 f"longest CPU burst of the server's event loop during the bombs: "
                 f"{worst_stall * 1000:.1f} ms (what delays /healthz on an idle machine)"
             )
+        await padded_subscribes(running, args.padding_mib, min(args.repeats, 10))
+
+
+PADDED_SUBSCRIBES_AT_ONCE = 20
+
+
+def subscribe_message(padding_bytes: int) -> str:
+    """graphql-transport-ws `subscribe` with `padding_bytes` of comment before its document."""
+    query = "#" + " " * padding_bytes + '\nsubscription { clusterQueue(name: "cq-a") { name } }'
+    return json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}})
+
+
+async def padded_subscribe(url: str, bearer: str, message: str) -> str:
+    """One WebSocket: connection_init, then `message` (compressed); how the server ended it."""
+    ws_url = url.replace("http://", "ws://") + "/graphql"
+    init = json.dumps({"type": "connection_init", "payload": {"Authorization": f"Bearer {bearer}"}})
+    async with connect(
+        ws_url,
+        subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+        compression="deflate",
+        max_size=None,
+        open_timeout=60,
+    ) as socket:
+        await socket.send(init)
+        ack = json.loads(await socket.recv())
+        if ack.get("type") != "connection_ack":
+            return f"no ack: {ack}"
+        await socket.send(message)
+        try:
+            while True:
+                reply = json.loads(await asyncio.wait_for(socket.recv(), 120))
+                if reply.get("type") in ("error", "complete"):
+                    return str(reply.get("type"))
+        except ConnectionClosed as closed:
+            return f"close {closed.rcvd.code}" if closed.rcvd else "dropped"
+
+
+async def padded_subscribes(running: Server, padding_mib: float, repeats: int) -> None:
+    """Issue 22 N1: server CPU per compressed comment-padded subscribe, and /healthz while
+    PADDED_SUBSCRIBES_AT_ONCE of them arrive."""
+    url, pid = running.url, running.process.pid
+    bearer = token("nobody")
+    padded = subscribe_message(int(padding_mib * (1 << 20)))
+    small = subscribe_message(0)
+    print(
+        f"\nWebSocket subscribe padded with {padding_mib:g} MiB of comment, compressed by "
+        f"permessage-deflate, as `nobody` (no RBAC); {repeats} sequential connections per row"
+    )
+    print(f"{'subscribe':24} {'CPU ms/conn':>11}  answer")
+    for label, message in (("one-line document", small), (f"{padding_mib:g} MiB comment", padded)):
+        await padded_subscribe(url, bearer, message)  # TokenReview cached
+        seen: set[str] = set()
+        before = cpu_seconds(pid)
+        for _ in range(repeats):
+            seen.add(await padded_subscribe(url, bearer, message))
+        cpu = (cpu_seconds(pid) - before) / repeats
+        print(f"{label:24} {cpu * 1000:11.2f}  {' | '.join(sorted(seen))}")
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    seconds = 5.0
+    prober = multiprocessing.Process(target=probe, args=(url, seconds, sending), daemon=True)
+    before = cpu_seconds(pid)
+    prober.start()
+    await asyncio.sleep(0.5)
+    answers = await asyncio.gather(
+        *(padded_subscribe(url, bearer, padded) for _ in range(PADDED_SUBSCRIBES_AT_ONCE))
+    )
+    latencies, failures = await asyncio.to_thread(receiving.recv)
+    prober.join()
+    print(
+        f"{PADDED_SUBSCRIBES_AT_ONCE} at once: answers {sorted(set(answers))}; server CPU "
+        f"{(cpu_seconds(pid) - before) * 1000:.0f} ms in {seconds:g} s; /healthz every 5 ms: "
+        f"p50 {ms(statistics.median(latencies)).strip()} ms, max {ms(max(latencies)).strip()} "
+        f"ms, {failures} failed"
+    )
 
 
 # -- issue 22, W1/W2: quantities in whatIf ----------------------------------------------------
@@ -491,6 +575,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--quantities-only", action="store_true", help="only the whatIf quantity rows (W1/W2)"
+    )
+    parser.add_argument(
+        "--padding-mib", type=float, default=15.0, help="comment in the WebSocket subscribe"
     )
     parser.add_argument("--serve", metavar="REPORT", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("serve_args", nargs="*", help=argparse.SUPPRESS)

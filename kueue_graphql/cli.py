@@ -275,6 +275,13 @@ def _parser() -> argparse.ArgumentParser:
         "one more ends it with SLOW_CONSUMER",
     )
     serve.add_argument(
+        "--subscription-send-timeout",
+        type=float,
+        default=float(_env("subscription_send_timeout", "10") or 10),
+        help="seconds a WebSocket's sends may wait for a client that is not reading before "
+        "the connection is closed with 4008 SLOW_CONSUMER",
+    )
+    serve.add_argument(
         "--authz-deny-cache-ttl",
         type=float,
         default=float(_env("authz_deny_cache_ttl", "2") or 0),
@@ -654,6 +661,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             total=args.max_subscriptions,
             coalesce_seconds=args.subscription_coalesce_ms / 1000,
             send_queue=max(1, args.subscription_send_queue),
+            send_timeout_seconds=max(0.1, args.subscription_send_timeout),
             # Identity and access are re-checked as often as either cache forgets.
             recheck_seconds=min(args.token_cache_ttl, args.authz_cache_ttl),
         ),

@@ -51,6 +51,7 @@ from strawberry.types.graphql import OperationType
 from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
+from kueue_graphql.graph.operation_choice import OperationNameRequired
 from kueue_graphql.graph.pagination import check_page_arguments_first
 from kueue_graphql.graph.push import pushed
 from kueue_graphql.graph.query import Query
@@ -346,6 +347,8 @@ def build_schema(limits: QueryLimits | None = None, *, send_queue: int = 16) -> 
         # state into another running concurrently. The document caches are shared on purpose.
         extensions=[
             functools.partial(QueryLimitsCheck, checks),
+            # After the parse above: refuses several operations without an operationName.
+            OperationNameRequired,
             ErrorCodes,
             ApiCallCount,
         ],

@@ -26,7 +26,9 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from kueue_graphql.http.access_log import install_access_log_redaction
 from kueue_graphql.http.app import build_metrics_app
 from kueue_graphql.http.connection import with_header_deadline
+from kueue_graphql.http.document_size import document_size_limit
 from kueue_graphql.http.settings import ServerSettings
+from kueue_graphql.http.ws_protocol import with_slow_consumer_close
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +135,13 @@ def listening_server(
         access_log=access_log,
         http=with_header_deadline(protocol, settings.header_timeout_seconds),
         timeout_keep_alive=settings.keep_alive_timeout_seconds,
+        # One WebSocket implementation, known: websockets' sans-I/O protocol, whose max_size
+        # bounds a message after permessage-deflate (a 15 MiB comment compresses to ~15 KiB).
+        ws=with_slow_consumer_close(settings.live_limits.send_timeout_seconds),
+        ws_max_size=document_size_limit(settings),
+        ws_per_message_deflate=True,
+        ws_ping_interval=settings.ws_ping_interval_seconds,
+        ws_ping_timeout=settings.ws_ping_timeout_seconds,
         lifespan="on",
         log_config=log_config,
     )

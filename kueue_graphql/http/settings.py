@@ -60,6 +60,11 @@ class ServerSettings:
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 10.0
     keep_alive_timeout_seconds: int = 5
+    # uvicorn's WebSocket keep-alive: a ping this often, the connection closed (1011) when its
+    # pong has not come within the timeout and nothing waits to be sent (else 4008
+    # SLOW_CONSUMER, http/ws_protocol.py). None: no pings (tests that must not race them).
+    ws_ping_interval_seconds: float | None = 20.0
+    ws_ping_timeout_seconds: float | None = 20.0
     readyz_timeout_seconds: float = 1.5
     max_json_depth: int = 32
     max_operation_name_length: int = 128

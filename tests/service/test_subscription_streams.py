@@ -181,7 +181,12 @@ async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Se
         read_mode,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
-        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE),
+        # The overflow is what ends a slow consumer's stream here: neither the send timeout
+        # nor uvicorn's keep-alive may close the connection first on a loaded machine.
+        live_limits=LiveLimits(
+            recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE, send_timeout_seconds=3600
+        ),
+        ws_ping_interval_seconds=None,
     ) as started:
         yield started
 
@@ -397,8 +402,44 @@ class StallingClient:
             return await self.receive(seconds)
         return message
 
+    async def close_code(self, seconds: float = 60) -> tuple[int, str]:
+        """Reads (and drops) everything until the server's close frame: its code and reason."""
+        loop = asyncio.get_running_loop()
+        while self.protocol.close_rcvd is None:
+            data = await asyncio.wait_for(loop.sock_recv(self.sock, 2**16), seconds)
+            assert data, "the server dropped the connection without a close frame"
+            self.protocol.receive_data(data)
+            self.protocol.events_received()
+        return self.protocol.close_rcvd.code, self.protocol.close_rcvd.reason
+
     def close(self) -> None:
         self.sock.close()
+
+
+async def change_until_closed(cluster: Cluster, services: Any, most: int) -> int:
+    """Changes wl-stream-big (a ~240 KB annotation each time, pushed in full) until no
+    subscription is open or `most` changes were made; how many were made."""
+    patches = 0
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
+        while services.live.total and patches < most:
+            patches += 1
+            body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
+            patch.seek(0)
+            patch.truncate()
+            patch.write(json.dumps(body))
+            patch.flush()
+            cluster.kubectl(
+                "patch",
+                "workload",
+                "wl-stream-big",
+                "-n",
+                "team-a",
+                "--type=merge",
+                "--patch-file",
+                patch.name,
+            )
+            await asyncio.sleep(0.1)
+    return patches
 
 
 async def test_slow_consumer_ends_with_slow_consumer(
@@ -428,26 +469,7 @@ async def test_slow_consumer_ends_with_slow_consumer(
         first = await client.receive()
         assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
         # The client stops reading; the Workload changes, each change pushed in full.
-        patches = 0
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
-            while services.live.total and patches < 60:
-                patches += 1
-                body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
-                patch.seek(0)
-                patch.truncate()
-                patch.write(json.dumps(body))
-                patch.flush()
-                cluster.kubectl(
-                    "patch",
-                    "workload",
-                    "wl-stream-big",
-                    "-n",
-                    "team-a",
-                    "--type=merge",
-                    "--patch-file",
-                    patch.name,
-                )
-                await asyncio.sleep(0.1)
+        patches = await change_until_closed(cluster, services, 60)
         assert services.live.total == 0, f"still open after {patches} changes"
         # The client reads again: what was on the wire, then the error, then complete.
         read = 0
@@ -471,6 +493,49 @@ async def test_slow_consumer_ends_with_slow_consumer(
     metrics_after = (await live_server.metrics.get("/metrics")).text
     ended_after = _metric(metrics_after, "kueue_graphql_subscriptions_ended_total", "SLOW")
     assert ended_after == ended_before + 1
+
+
+async def test_stalled_consumer_is_closed_with_slow_consumer_before_keep_alive(
+    cluster: Cluster, read_mode: ReadMode, scenario: None
+) -> None:
+    """Issue 22 N6: a client that stops reading while its send queue never fills (one big
+    message per change) was cut by uvicorn's keep-alive (1011, an abnormal close), its tasks
+    waiting on the socket for ever. Now, once the socket's buffers are full and sends have
+    waited --subscription-send-timeout, the connection is closed with 4008 SLOW_CONSUMER and
+    the subscription ends. The test waits for that condition (bounded), not for a duration."""
+    apply(cluster, workload_manifest("wl-stream-big"))
+    query = """
+    subscription($ns: String!, $name: String!) {
+      workload(namespace: $ns, name: $name) { type workload { annotations } }
+    }"""
+    limits = LiveLimits(send_queue=1000, send_timeout_seconds=2.0)
+    async with server_in_mode(cluster, read_mode, live_limits=limits) as stalled_server:
+        services = stalled_server.app.state.services
+        client = StallingClient(stalled_server.url)
+        try:
+            await client.open(cluster.token("alice"))
+            variables = {"ns": "team-a", "name": "wl-stream-big"}
+            await client.send(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {"query": query, "variables": variables},
+                }
+            )
+            first = await client.receive()
+            assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+            # The client stops reading; each change is pushed in full (~240 KB) until the
+            # socket's buffers fill and the server gives up on the client.
+            patches = await change_until_closed(cluster, services, 80)
+            assert services.live.total == 0, f"still open after {patches} changes"
+            # Reading again: what was on the wire, then the close with the documented code.
+            code, reason = await client.close_code()
+            assert code == 4008, (code, reason)
+            assert reason.startswith("SLOW_CONSUMER"), reason
+            print(f"stalled consumer: closed 4008 after {patches} changes")
+        finally:
+            client.close()
+            delete(cluster, "workload", "wl-stream-big", "-n", "team-a")
 
 
 MULTIPART_ACCEPT = 'multipart/mixed;subscriptionSpec="1.0", application/json'
