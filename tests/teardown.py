@@ -65,3 +65,19 @@ def remove_namespace(cluster: Cluster, namespace: str, seconds: float = BULK_SEC
         )
 
     wait_until(f"deletion of namespace {namespace}", gone, seconds, interval=1, detail=conditions)
+
+
+def remove_pods(
+    cluster: Cluster, namespace: str, *selector: str, seconds: float = BULK_SECONDS
+) -> None:
+    """Remove the Pods `selector` picks (of Jobs being deleted: the garbage collector deletes
+    them gracefully, and a bound one would stay Terminating, holding its Node's CPU, for want
+    of a kubelet), by force, until none is left."""
+
+    def gone() -> bool:
+        force_delete_pods(cluster, namespace, *selector)
+        listed = cluster.kubectl("get", "pods", "-n", namespace, *selector, "-o", "name",
+                                 check=False)  # fmt: skip
+        return listed.returncode == 0 and not listed.stdout.strip()
+
+    wait_until(f"deletion of Pods {' '.join(selector)} in {namespace}", gone, seconds, interval=1)
