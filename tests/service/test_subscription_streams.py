@@ -26,7 +26,7 @@ from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import PROTOCOL, Subscriber, subscriber
 from tests.teardown import remove, remove_pods
-from tests.waiting import SETTLE_SECONDS
+from tests.waiting import SETTLE_SECONDS, async_wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
@@ -535,12 +535,12 @@ async def follow_label_change(
 
 
 async def all_closed(services: Any) -> None:
-    """Every subscription slot is free again (within 5 s)."""
-    for _ in range(50):
-        if services.live.total == 0:
-            break
-        await asyncio.sleep(0.1)
-    assert services.live.total == 0
+    """Every subscription slot is free again."""
+
+    async def free() -> bool:
+        return bool(services.live.total == 0)
+
+    await async_wait_until("every subscription slot free", free, interval=0.1)
 
 
 async def test_http_multipart_subscription(
@@ -600,11 +600,12 @@ async def test_subscription_metrics_without_user_labels(
         assert (await next_data(sub, "workload"))["type"] == "INITIAL"
         during = await metrics()
         assert _metric(during, "kueue_graphql_subscriptions_open ", "") == 1
-    for _ in range(50):
-        after = await metrics()
-        if _metric(after, "kueue_graphql_subscriptions_open ", "") == 0:
-            break
-        await asyncio.sleep(0.1)
+
+    async def none_open() -> str | None:
+        scraped = await metrics()
+        return scraped if _metric(scraped, "kueue_graphql_subscriptions_open ", "") == 0 else None
+
+    after = await async_wait_until("subscriptions_open back to 0", none_open, interval=0.1)
     pushed = "kueue_graphql_subscription_messages_total"
     assert (
         _metric(after, pushed, 'field="workload"')

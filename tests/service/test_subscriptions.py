@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -357,8 +357,7 @@ async def test_per_connection_cap(live_server: Server, cluster: Cluster, scenari
         assert refused["id"] == "4"
         assert [e["extensions"]["code"] for e in refused["payload"]["errors"]] == ["BAD_REQUEST"]
     # Closing the client freed its slots.
-    await asyncio.sleep(0.5)
-    assert live_server.app.state.services.live.total == 0
+    await async_wait_until("the closed client's slots free", slots_free(live_server), interval=0.1)
 
 
 async def test_tasks_freed_when_clients_close(
@@ -390,11 +389,15 @@ async def test_tasks_freed_when_clients_close(
         # before it are not counted, whatever they do meanwhile).
         return sorted(str(t.get_coro()) for t in asyncio.all_tasks() - before if not t.done())
 
-    for _ in range(150):
-        if not leftover():
-            break
-        await asyncio.sleep(0.1)
-    assert not leftover(), leftover()
+    async def none_left() -> bool:
+        return not leftover()
+
+    await async_wait_until(
+        "the closed subscriptions' tasks done",
+        none_left,
+        interval=0.1,
+        detail=lambda: "\n".join(leftover()),
+    )
     assert live_server.app.state.services.live.total == 0
 
 
@@ -408,6 +411,13 @@ def await_chain(task: asyncio.Task[Any]) -> str:
             steps.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
         awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
     return " > ".join(steps) or str(task.get_coro())
+
+
+def slots_free(server: Server) -> Callable[[], Awaitable[bool]]:
+    async def free() -> bool:
+        return bool(server.app.state.services.live.total == 0)
+
+    return free
 
 
 def _open_fds() -> int:
