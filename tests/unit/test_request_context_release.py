@@ -50,4 +50,3 @@ async def test_a_pooled_connection_does_not_keep_the_request_context_alive() -> 
         assert sum(len(held) for held in connector._conns.values()) == 1, "a pooled connection"
         gc.collect()
         assert state() is None, [type(r).__name__ for r in gc.get_referrers(state())]
-
