@@ -19,6 +19,7 @@ from kueue_graphql.http import AuthMode, ReadMode, ServerSettings, build_app
 from kueue_graphql.http.server import Listener, listening_server
 from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
+from tests.waiting import READY_SECONDS, async_wait_until
 
 
 def free_port() -> int:
@@ -95,11 +96,14 @@ async def running_server(
     api, metrics = Listener("127.0.0.1", api_port), Listener("127.0.0.1", metrics_port)
     server = listening_server(app, settings, api=api, metrics=metrics, log_level=log_level)
     task = asyncio.create_task(server.serve())
-    for _ in range(200):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.05)
-    assert server.started, "kueue-graphql did not start"
+
+    async def started() -> bool:
+        if task.done():  # it will never start: its exception, or it returned
+            task.result()
+            raise AssertionError("kueue-graphql exited before it started listening")
+        return bool(server.started)
+
+    await async_wait_until("kueue-graphql listening", started, READY_SECONDS, interval=0.05)
     async with (
         httpx.AsyncClient(base_url=api.url, timeout=30) as http,
         httpx.AsyncClient(base_url=metrics.url, timeout=30) as metrics_http,
@@ -143,15 +147,16 @@ def read_mode(request: pytest.FixtureRequest) -> ReadMode:
     return ReadMode(getattr(request, "param", DEFAULT_READ_MODE))
 
 
-async def wait_ready(server: Server, seconds: float = 60.0) -> None:
+async def wait_ready(server: Server, seconds: float = READY_SECONDS) -> None:
     """Until /readyz answers ok (in cache mode: every informer synced)."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
+    answers: list[str] = []
+
+    async def ready() -> bool:
         response = await server.http.get("/readyz")
-        if response.status_code == 200:
-            return
-        assert asyncio.get_running_loop().time() < deadline, response.text
-        await asyncio.sleep(0.2)
+        answers[:] = [response.text]
+        return response.status_code == 200
+
+    await async_wait_until("/readyz ok", ready, seconds, detail=lambda: answers[0])
 
 
 @asynccontextmanager

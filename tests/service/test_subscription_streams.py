@@ -25,6 +25,8 @@ from kueue_graphql.http import ReadMode
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import PROTOCOL, Subscriber, subscriber
+from tests.teardown import remove, remove_pods
+from tests.waiting import SETTLE_SECONDS, async_wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
@@ -165,12 +167,13 @@ def scenario(cluster: Cluster) -> Iterator[None]:
     cluster.kubectl("delete", "job", "stream-job", "-n", "team-a", "--ignore-not-found")
     apply(cluster, SCENARIO)
     yield
+    # Each waited until gone: the next module sees team-a and the Nodes as before this one.
     for name in STREAM_WORKLOADS:
-        delete(cluster, "workload", name, "-n", "team-a")
-    delete(cluster, "job", "stream-job", "-n", "team-a", "--cascade=background")
-    force_delete_pods(cluster)
-    delete(cluster, "localqueue", "lq-stream", "-n", "team-a")
-    delete(cluster, "clusterqueue", "cq-stream")
+        remove(cluster, "workload", name, "-n", "team-a")
+    remove(cluster, "job", "stream-job", "-n", "team-a")
+    remove_pods(cluster, "team-a", "-l", "job-name=stream-job")
+    remove(cluster, "localqueue", "lq-stream", "-n", "team-a")
+    remove(cluster, "clusterqueue", "cq-stream")
 
 
 @pytest.fixture(scope="module")
@@ -287,7 +290,7 @@ async def test_cluster_queue_pushes_usage_changes(
     live_server: Server, cluster: Cluster, scenario: None
 ) -> None:
     # Earlier tests' Workloads are gone; Kueue's counts follow a moment later.
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SETTLE_SECONDS
     while cluster.get_json("clusterqueue", "cq-stream")["status"].get("admittedWorkloads"):
         assert time.monotonic() < deadline, "cq-stream still counts admitted Workloads"
         await asyncio.sleep(0.5)
@@ -597,12 +600,12 @@ async def follow_label_change(
 
 
 async def all_closed(services: Any) -> None:
-    """Every subscription slot is free again (within 5 s)."""
-    for _ in range(50):
-        if services.live.total == 0:
-            break
-        await asyncio.sleep(0.1)
-    assert services.live.total == 0
+    """Every subscription slot is free again."""
+
+    async def free() -> bool:
+        return bool(services.live.total == 0)
+
+    await async_wait_until("every subscription slot free", free, interval=0.1)
 
 
 async def test_http_multipart_subscription(
@@ -662,11 +665,12 @@ async def test_subscription_metrics_without_user_labels(
         assert (await next_data(sub, "workload"))["type"] == "INITIAL"
         during = await metrics()
         assert _metric(during, "kueue_graphql_subscriptions_open ", "") == 1
-    for _ in range(50):
-        after = await metrics()
-        if _metric(after, "kueue_graphql_subscriptions_open ", "") == 0:
-            break
-        await asyncio.sleep(0.1)
+
+    async def none_open() -> str | None:
+        scraped = await metrics()
+        return scraped if _metric(scraped, "kueue_graphql_subscriptions_open ", "") == 0 else None
+
+    after = await async_wait_until("subscriptions_open back to 0", none_open, interval=0.1)
     pushed = "kueue_graphql_subscription_messages_total"
     assert (
         _metric(after, pushed, 'field="workload"')
