@@ -198,6 +198,13 @@ def apiserver_cpu() -> float:
     return cpu_seconds(pid) if pid else math.nan
 
 
+def metrics_url(url: str) -> str:
+    """The /metrics listener of a benchmark's server at `url`: the next port (benchmarks/server.py
+    and the `serve --metrics-port` the benchmarks pass)."""
+    base, port = url.rsplit(":", 1)
+    return f"{base}:{int(port) + 1}"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -17,7 +17,21 @@ ServiceAccount) as a subprocess on a free loopback port and sends issue 8's docu
 - a 600-level selection nesting (the parser's recursion);
 - as the ideal client: `{ __typename }`, which the server answers without any API call.
 
-Each is sent with `Authorization: Bearer anything` (refused before the token is reviewed) and
+Issue 22's W1/W2 inputs follow (`quantity_inputs`): a `whatIf` whose podSets carry one
+hostile quantity ("1e-100000" cost ~0.75 s of CPU before the fix, "1e-1000000" over 70 s,
+"1e4300" and 5,000 x "1" an INTERNAL), sent as alice (who may get LocalQueue lq-research)
+under one query text, the quantity in the variables: server CPU per refusal over `--repeats`,
+then `/healthz` probed while 20 of them arrive at once. Target (issue 22): < 50 ms CPU per
+refusal. `--quantities-only` runs just these.
+
+Issue 22's N1 input is measured apart (`padded_subscribes`): a graphql-transport-ws `subscribe`
+whose document is `--padding-mib` (15) MiB of comment, compressed by permessage-deflate to some
+15 KiB on the wire, sent by a caller without any RBAC (`nobody`) after `connection_init`: the
+server CPU per refused request (connection, init and close included, against the same
+connection with a one-line subscribe), then `/healthz` probed every 5 ms while 20 of them arrive
+at once. It was parsed in full: 6.7 s of CPU, `/healthz` held 14.8-24 s.
+
+Each bomb is sent with `Authorization: Bearer anything` (refused before the token is reviewed) and
 with viewer's valid token. Every request carries a unique comment, so the parse and validation
 caches never answer it (an attacker would vary the text too); `repeat` rows send one text again
 and again (the cached refusal).
@@ -37,6 +51,7 @@ import argparse
 import asyncio
 import http.client
 import itertools
+import json
 import multiprocessing
 import os
 import signal
@@ -55,6 +70,8 @@ from typing import Any
 
 import httpx
 from admission_path import wait_ready
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".cluster"
@@ -181,7 +198,7 @@ def server() -> Iterator[Server]:
     process = subprocess.Popen(command, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, process, 30)
+        wait_ready(url, process, 180)  # the CLI imports for 30-60 s on a loaded machine
         yield Server(url, process, report)
     finally:
         process.terminate()
@@ -374,6 +391,178 @@ async def measure(args: argparse.Namespace) -> None:
                 f"longest CPU burst of the server's event loop during the bombs: "
                 f"{worst_stall * 1000:.1f} ms (what delays /healthz on an idle machine)"
             )
+        await padded_subscribes(running, args.padding_mib, min(args.repeats, 10))
+
+
+PADDED_SUBSCRIBES_AT_ONCE = 20
+
+
+def subscribe_message(padding_bytes: int) -> str:
+    """graphql-transport-ws `subscribe` with `padding_bytes` of comment before its document."""
+    query = "#" + " " * padding_bytes + '\nsubscription { clusterQueue(name: "cq-a") { name } }'
+    return json.dumps({"id": "1", "type": "subscribe", "payload": {"query": query}})
+
+
+async def padded_subscribe(url: str, bearer: str, message: str) -> str:
+    """One WebSocket: connection_init, then `message` (compressed); how the server ended it."""
+    ws_url = url.replace("http://", "ws://") + "/graphql"
+    init = json.dumps({"type": "connection_init", "payload": {"Authorization": f"Bearer {bearer}"}})
+    async with connect(
+        ws_url,
+        subprotocols=["graphql-transport-ws"],  # type: ignore[list-item]
+        compression="deflate",
+        max_size=None,
+        open_timeout=60,
+    ) as socket:
+        await socket.send(init)
+        ack = json.loads(await socket.recv())
+        if ack.get("type") != "connection_ack":
+            return f"no ack: {ack}"
+        await socket.send(message)
+        try:
+            while True:
+                reply = json.loads(await asyncio.wait_for(socket.recv(), 120))
+                if reply.get("type") in ("error", "complete"):
+                    return str(reply.get("type"))
+        except ConnectionClosed as closed:
+            return f"close {closed.rcvd.code}" if closed.rcvd else "dropped"
+
+
+async def padded_subscribes(running: Server, padding_mib: float, repeats: int) -> None:
+    """Issue 22 N1: server CPU per compressed comment-padded subscribe, and /healthz while
+    PADDED_SUBSCRIBES_AT_ONCE of them arrive."""
+    url, pid = running.url, running.process.pid
+    bearer = token("nobody")
+    padded = subscribe_message(int(padding_mib * (1 << 20)))
+    small = subscribe_message(0)
+    print(
+        f"\nWebSocket subscribe padded with {padding_mib:g} MiB of comment, compressed by "
+        f"permessage-deflate, as `nobody` (no RBAC); {repeats} sequential connections per row"
+    )
+    print(f"{'subscribe':24} {'CPU ms/conn':>11}  answer")
+    for label, message in (("one-line document", small), (f"{padding_mib:g} MiB comment", padded)):
+        await padded_subscribe(url, bearer, message)  # TokenReview cached
+        seen: set[str] = set()
+        before = cpu_seconds(pid)
+        for _ in range(repeats):
+            seen.add(await padded_subscribe(url, bearer, message))
+        cpu = (cpu_seconds(pid) - before) / repeats
+        print(f"{label:24} {cpu * 1000:11.2f}  {' | '.join(sorted(seen))}")
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    seconds = 5.0
+    prober = multiprocessing.Process(target=probe, args=(url, seconds, sending), daemon=True)
+    before = cpu_seconds(pid)
+    prober.start()
+    await asyncio.sleep(0.5)
+    answers = await asyncio.gather(
+        *(padded_subscribe(url, bearer, padded) for _ in range(PADDED_SUBSCRIBES_AT_ONCE))
+    )
+    latencies, failures = await asyncio.to_thread(receiving.recv)
+    prober.join()
+    print(
+        f"{PADDED_SUBSCRIBES_AT_ONCE} at once: answers {sorted(set(answers))}; server CPU "
+        f"{(cpu_seconds(pid) - before) * 1000:.0f} ms in {seconds:g} s; /healthz every 5 ms: "
+        f"p50 {ms(statistics.median(latencies)).strip()} ms, max {ms(max(latencies)).strip()} "
+        f"ms, {failures} failed"
+    )
+
+
+# -- issue 22, W1/W2: quantities in whatIf ----------------------------------------------------
+
+# What the tests send (tests/service/test_quantity_input.py): the fields that stalled or failed.
+WHAT_IF_QUANTITY = (
+    'query W1($pods: [WhatIfPodSetInput!]) { whatIf(namespace: "team-a", '
+    'localQueue: "lq-research", podSets: $pods) { verdict summary '
+    "podSets { name requests { resource quantity } totalRequests { quantity } } } }"
+)
+QUANTITY_BURST = 20  # requests arriving at once in the /healthz row
+
+
+def quantity_inputs() -> list[tuple[str, str]]:
+    """(label, the memory quantity of the whatIf): a valid one to compare with, then W1/W2's."""
+    return [
+        ("valid 768Mi", "768Mi"),
+        ("1e-100000", "1e-100000"),
+        ("1e-1000000", "1e-1000000"),
+        ("1e4300", "1e4300"),
+        ("5,000 x 1", "1" * 5000),
+    ]
+
+
+def what_if_quantity(quantity: str) -> dict[str, Any]:
+    pods = [
+        {
+            "name": "main",
+            "count": 1,
+            "requests": [
+                {"resource": "cpu", "quantity": "1"},
+                {"resource": "memory", "quantity": quantity},
+            ],
+        }
+    ]
+    return {"query": WHAT_IF_QUANTITY, "variables": {"pods": pods}}
+
+
+async def measure_quantities(args: argparse.Namespace) -> None:
+    with server() as running:
+        await quantity_rows(args, running)
+
+
+async def quantity_rows(args: argparse.Namespace, running: Server) -> None:
+    url, pid = running.url, running.process.pid
+    headers = {"Authorization": f"Bearer {token('alice')}"}
+    print(
+        f"\nwhatIf quantities (issue 22, W1/W2) as alice, one query text; {args.repeats} "
+        "sequential requests per row; CPU = server user+system time"
+    )
+    print(f"{'quantity':20} {'CPU ms/req':>10}  answer")
+    worst = 0.0
+    async with httpx.AsyncClient(base_url=url, timeout=300) as http:
+        for label, quantity in quantity_inputs():
+            body = what_if_quantity(quantity)
+            await http.post("/graphql", json=body, headers=headers)  # connection, parse cache
+            seen: set[str] = set()
+            before = cpu_seconds(pid)
+            for _ in range(args.repeats):
+                seen.add(answer(await http.post("/graphql", json=body, headers=headers)))
+            cpu = (cpu_seconds(pid) - before) / args.repeats
+            if not label.startswith("valid"):
+                worst = max(worst, cpu)
+            print(f"{label:20} {cpu * 1000:10.2f}  {' | '.join(sorted(seen))}")
+        print(f"worst CPU per refused quantity: {worst * 1000:.2f} ms (target < 50 ms)")
+
+        print(
+            f"\n/healthz every 5 ms for {args.seconds:g} s while {QUANTITY_BURST} such requests "
+            "arrive at once (from the start of the row)"
+        )
+        print(
+            f"{'quantity':20} {'answered ms':>11} {'probes':>6} {'p50 ms':>7} {'max ms':>7}"
+            f" {'loop stall ms':>13}"
+        )
+        for label, quantity in [("no load", ""), *quantity_inputs()]:
+            answered = 0.0
+
+            async def burst(quantity: str = quantity) -> None:
+                nonlocal answered
+                started = time.perf_counter()
+                body = what_if_quantity(quantity)
+                await asyncio.gather(
+                    *(
+                        http.post("/graphql", json=body, headers=headers)
+                        for _ in range(QUANTITY_BURST)
+                    )
+                )
+                answered = time.perf_counter() - started
+                # probed() repeats its load until the row's time is up: once is the row.
+                await asyncio.sleep(max(0.0, args.seconds - answered))
+
+            running.loop_stall()
+            latencies, _ = await probed(url, args.seconds, burst if quantity else None)
+            stall = running.loop_stall()
+            print(
+                f"{label:20} {answered * 1000:11.1f} {len(latencies):6} "
+                f"{ms(statistics.median(latencies))} {ms(max(latencies))} {ms(stall):>13}"
+            )
 
 
 def main() -> None:
@@ -384,6 +573,12 @@ def main() -> None:
     parser.add_argument(
         "--both-tokens", action="store_true", help="probe rows with viewer's token as well"
     )
+    parser.add_argument(
+        "--quantities-only", action="store_true", help="only the whatIf quantity rows (W1/W2)"
+    )
+    parser.add_argument(
+        "--padding-mib", type=float, default=15.0, help="comment in the WebSocket subscribe"
+    )
     parser.add_argument("--serve", metavar="REPORT", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("serve_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -391,7 +586,9 @@ def main() -> None:
         sys.exit(serve_with_loop_monitor(args.serve, args.serve_args))
     if not (STATE / "env").is_file():
         raise SystemExit("no control plane: start it with `make cluster-up`")
-    asyncio.run(measure(args))
+    if not args.quantities_only:
+        asyncio.run(measure(args))
+    asyncio.run(measure_quantities(args))
 
 
 if __name__ == "__main__":

@@ -73,7 +73,9 @@ KUEUE_RESOURCES = (
 def kueue_reads(url: str) -> float:
     """API calls for Kueue objects so far (informers included), from the server's /metrics."""
     total = 0.0
-    for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+    base, port = url.rsplit(":", 1)
+    # /metrics listens on the next port (`--metrics-port` below).
+    for line in httpx.get(f"{base}:{int(port) + 1}/metrics", timeout=5).text.splitlines():
         if line.startswith("kueue_graphql_api_calls_total{") and any(
             f'resource="{r}"' in line for r in KUEUE_RESOURCES
         ):
@@ -108,6 +110,8 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, float]:
             str(kubeconfig),
             "--port",
             str(port),
+            "--metrics-port",
+            str(port + 1),
             "--read-mode",
             mode,
             "--log-level",

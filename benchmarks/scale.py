@@ -350,7 +350,8 @@ def server(
     if not kubeconfig.is_file():
         raise SystemExit(f"{kubeconfig} is missing: restart the control plane (make cluster-up)")
     command += ["--kubeconfig", str(kubeconfig)]
-    command += ["--port", str(port), "--log-level", "warning"]
+    # /metrics on the next port (bytes_read).
+    command += ["--port", str(port), "--metrics-port", str(port + 1), "--log-level", "warning"]
     command += ["--read-mode", read_mode] if with_flag else []
     command += list(extra)
     process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -374,7 +375,9 @@ METRIC = re.compile(r"^kueue_graphql_api_response_bytes_total\{(.*)\} (\S+)$")
 def bytes_read(http: httpx.Client) -> tuple[float, float]:
     """(all kinds, Kueue kinds) read from the API server so far, by the server's metric."""
     total = kueue = 0.0
-    for line in http.get("/metrics").text.splitlines():
+    api_port = http.base_url.port or 80
+    metrics = http.base_url.copy_with(port=api_port + 1, path="/metrics")
+    for line in http.get(metrics).text.splitlines():
         match = METRIC.match(line)
         if match is None:
             continue

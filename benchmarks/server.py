@@ -17,9 +17,9 @@ import signal
 import sys
 
 import heap
-import uvicorn
 
 from kueue_graphql.http import ReadMode, ServerSettings, build_app
+from kueue_graphql.http.server import Listener, listening_server
 
 
 def dump_tasks(*_: object) -> None:
@@ -54,7 +54,14 @@ def main(argv: list[str]) -> None:
     heap_report = os.environ.get("KUEUE_GRAPHQL_BENCH_HEAP_REPORT")
     if heap_report:
         heap.install(heap_report, trim=os.environ.get("KUEUE_GRAPHQL_BENCH_TRIM") == "1")
-    uvicorn.run(build_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    # /metrics on the next port (benchmarks' convention: admission_path.metrics_url).
+    listening_server(
+        build_app(settings),
+        settings,
+        api=Listener("127.0.0.1", port),
+        metrics=Listener("127.0.0.1", port + 1),
+        log_level="warning",
+    ).run()
 
 
 if __name__ == "__main__":

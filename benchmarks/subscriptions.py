@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from admission_path import ROOT, STATE, cpu_seconds, percentile, rss_kib, server
+from admission_path import ROOT, STATE, cpu_seconds, metrics_url, percentile, rss_kib, server
 
 sys.path.insert(0, str(ROOT))
 from tests.service.live_client import Subscriber, subscriber
@@ -110,7 +110,7 @@ def api_port() -> str:
 def tasks(url: str) -> int:
     import httpx
 
-    for line in httpx.get(f"{url}/metrics", timeout=5).text.splitlines():
+    for line in httpx.get(f"{metrics_url(url)}/metrics", timeout=5).text.splitlines():
         if line.startswith("kueue_graphql_asyncio_tasks "):
             return int(float(line.split()[1]))
     return -1

@@ -15,20 +15,25 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kueue_graphql.context import LiveLimits, RequestLimits
+from kueue_graphql.core.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
 from kueue_graphql.http.settings import (
     MAX_READYZ_TIMEOUT_SECONDS,
     MAX_TOKEN_CACHE_TTL_SECONDS,
+    MIN_ANALYSIS_BACKSTOP_SECONDS,
     ReadMode,
 )
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
+
+if TYPE_CHECKING:
+    from kueue_graphql.http.server import Listener
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
 
@@ -46,6 +51,11 @@ def _version() -> str:
         return importlib.metadata.version("kueue-graphql")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+def _env_list(name: str) -> list[str]:
+    """A repeatable flag's environment variable: a comma-separated list."""
+    return [item.strip() for item in (_env(name) or "").split(",") if item.strip()]
 
 
 def _origins(value: str | None) -> list[str]:
@@ -79,6 +89,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=_env("host", "127.0.0.1"), help="address to listen on")
     serve.add_argument(
         "--port", type=int, default=int(_env("port", "8080") or 8080), help="port to listen on"
+    )
+    serve.add_argument(
+        "--metrics-host",
+        default=_env("metrics_host"),
+        help="address of the /metrics listener (default: --host)",
+    )
+    serve.add_argument(
+        "--metrics-port",
+        type=int,
+        default=int(_env("metrics_port", "9090") or 0),
+        help="port of the /metrics listener, apart from the API's (0: no /metrics at all)",
     )
     serve.add_argument(
         "--auth-mode",
@@ -213,6 +234,16 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds a TokenReview answer is reused for the same token",
     )
     serve.add_argument(
+        "--token-audience",
+        metavar="AUDIENCE",
+        action="append",
+        default=None,
+        help="accept only bearer tokens minted for this audience (TokenReview spec.audiences, "
+        "e.g. `kubectl create token SA --audience AUDIENCE`); repeatable (env: "
+        "comma-separated, replaced by any flag); none: the API server's own audiences, which "
+        "kubectl's and pods' default tokens carry",
+    )
+    serve.add_argument(
         "--max-subscriptions-per-connection",
         type=int,
         default=int(_env("max_subscriptions_per_connection", "20") or 0),
@@ -242,6 +273,13 @@ def _parser() -> argparse.ArgumentParser:
         default=int(_env("subscription_send_queue", "16") or 16),
         help="messages a subscription may have waiting for a client that is not reading; "
         "one more ends it with SLOW_CONSUMER",
+    )
+    serve.add_argument(
+        "--subscription-send-timeout",
+        type=float,
+        default=float(_env("subscription_send_timeout", "10") or 10),
+        help="seconds a WebSocket's sends may wait for a client that is not reading before "
+        "the connection is closed with 4008 SLOW_CONSUMER",
     )
     serve.add_argument(
         "--authz-deny-cache-ttl",
@@ -280,10 +318,20 @@ def _parser() -> argparse.ArgumentParser:
         help="longest operationName accepted",
     )
     serve.add_argument(
+        "--max-analysis-units",
+        type=int,
+        default=int(_env("max_analysis_units", "20000") or 0),
+        help="work units analysing one new query may take (a field, fragment spread or argument "
+        "value visited, each fragment once, and a field comparison: one unit each); the same "
+        "decision on any machine at any load",
+    )
+    serve.add_argument(
         "--max-analysis-ms",
         type=float,
-        default=float(_env("max_analysis_ms", "50") or 0),
-        help="CPU milliseconds for parsing, measuring and validating one new query",
+        default=float(_env("max_analysis_ms", "5000") or 0),
+        help="wall-clock backstop, in milliseconds, for analysing one new query; at least "
+        f"{MIN_ANALYSIS_BACKSTOP_SECONDS * 1000:g}, since queries are limited by "
+        "--max-analysis-units",
     )
     serve.add_argument(
         "--max-comparisons",
@@ -406,21 +454,33 @@ def _remote_arguments(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _quantity(flag: str, text: str) -> str:
+    """The flag's quantity as given, once the server's own parser admits it (so a typo exits 2
+    here, before any call)."""
+    try:
+        parse_quantity(text)
+    except QuantityError as error:
+        raise ValueError(f"{flag}: {error}; {QUANTITY_SYNTAX}") from error
+    return text
+
+
 def what_if_pod_set(args: argparse.Namespace) -> dict[str, Any]:
     """`fits`' flags as one WhatIfPodSetInput; ValueError on a malformed flag."""
     requests: list[dict[str, str]] = []
-    for resource, value in (
-        ("cpu", args.cpu),
-        ("memory", args.memory),
-        (args.gpu_resource, args.gpu),
+    for flag, resource, value in (
+        ("--cpu", "cpu", args.cpu),
+        ("--memory", "memory", args.memory),
+        ("--gpu", args.gpu_resource, args.gpu),
     ):
         if value is not None:
-            requests.append({"resource": resource, "quantity": str(value)})
+            requests.append({"resource": resource, "quantity": _quantity(flag, str(value))})
     for raw in args.request:
         resource, sep, quantity = raw.partition("=")
         if not sep or not resource or not quantity:
-            raise ValueError(f"--request {raw!r}: give RESOURCE=QUANTITY")
-        requests.append({"resource": resource, "quantity": quantity})
+            raise ValueError(f"--request {raw[:80]!r}: give RESOURCE=QUANTITY")
+        requests.append(
+            {"resource": resource, "quantity": _quantity(f"--request {resource}", quantity)}
+        )
     if not requests:
         raise ValueError("give what each Pod requests: --cpu, --memory, --gpu or --request")
     selector = []
@@ -546,6 +606,12 @@ def is_loopback(host: str) -> bool:
             return False
 
 
+def token_audiences(args: argparse.Namespace) -> tuple[str, ...]:
+    """--token-audience flags, else KUEUE_GRAPHQL_TOKEN_AUDIENCE; each once, in order."""
+    given = args.token_audience if args.token_audience is not None else _env_list("token_audience")
+    return tuple(dict.fromkeys(audience.strip() for audience in given))
+
+
 def settings_problem(settings: ServerSettings) -> str | None:
     """Why these settings cannot be served, or None."""
     if not 0 <= settings.token_cache_ttl_seconds <= MAX_TOKEN_CACHE_TTL_SECONDS:
@@ -555,8 +621,18 @@ def settings_problem(settings: ServerSettings) -> str | None:
         )
     if not 0 <= settings.authz_deny_cache_ttl_seconds <= settings.authz_cache_ttl_seconds:
         return "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl"
+    if "" in settings.token_audiences:
+        return "--token-audience must not be empty: name the audience tokens must be minted for"
     if settings.max_concurrent_requests < 1:
         return "--max-concurrent-requests must be at least 1"
+    if settings.query_limits.max_analysis_seconds < MIN_ANALYSIS_BACKSTOP_SECONDS:
+        return (
+            f"--max-analysis-ms must be at least {MIN_ANALYSIS_BACKSTOP_SECONDS * 1000:g}: it is "
+            "only a wall-clock backstop, and a smaller one refuses legitimate queries when the "
+            "machine is loaded; limit queries with --max-analysis-units"
+        )
+    if settings.query_limits.max_analysis_units < 1:
+        return "--max-analysis-units must be at least 1"
     if not 0 < settings.readyz_timeout_seconds <= MAX_READYZ_TIMEOUT_SECONDS:
         return (
             f"--readyz-timeout must be above 0 and at most {MAX_READYZ_TIMEOUT_SECONDS:g} s "
@@ -578,12 +654,14 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         max_body_bytes=args.max_body_bytes,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
         token_cache_ttl_seconds=args.token_cache_ttl,
+        token_audiences=token_audiences(args),
         live_limits=LiveLimits(
             per_connection=args.max_subscriptions_per_connection,
             per_identity=args.max_subscriptions_per_identity,
             total=args.max_subscriptions,
             coalesce_seconds=args.subscription_coalesce_ms / 1000,
             send_queue=max(1, args.subscription_send_queue),
+            send_timeout_seconds=max(0.1, args.subscription_send_timeout),
             # Identity and access are re-checked as often as either cache forgets.
             recheck_seconds=min(args.token_cache_ttl, args.authz_cache_ttl),
         ),
@@ -604,6 +682,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
             max_cost=args.max_cost,
             max_comparisons=args.max_comparisons,
             max_number_length=args.max_number_length,
+            max_analysis_units=args.max_analysis_units,
             max_analysis_seconds=args.max_analysis_ms / 1000,
             # `first: $variable` is costed as the largest page a request may ask for.
             assumed_page_size=args.max_page_size,
@@ -768,7 +847,7 @@ def _context_namespace(kubeconfig: str | None, context: str | None) -> str:
     return "default"
 
 
-def _preflight(settings: ServerSettings, host: str, port: int) -> str | None:
+def _preflight(settings: ServerSettings, api: Listener, metrics: Listener | None) -> str | None:
     """What would make `serve` fail at startup, as one sentence (None: nothing found)."""
     import asyncio
 
@@ -784,12 +863,17 @@ def _preflight(settings: ServerSettings, host: str, port: int) -> str | None:
         asyncio.run(configure())
     except KubeConfigError as error:
         return str(error)
-    try:
-        with socket.create_server((host, port)):
-            pass
-    except OSError as bind_error:
-        reason = os.strerror(bind_error.errno) if bind_error.errno else str(bind_error)
-        return f"cannot listen on {host}:{port} ({reason}); pick another with --port"
+    flags = [(api, "--port")] + ([(metrics, "--metrics-port (0: none)")] if metrics else [])
+    for listener, flag in flags:
+        try:
+            with socket.create_server((listener.host, listener.port)):
+                pass
+        except OSError as bind_error:
+            reason = os.strerror(bind_error.errno) if bind_error.errno else str(bind_error)
+            return (
+                f"cannot listen on {listener.host}:{listener.port} ({reason}); "
+                f"pick another with {flag}"
+            )
     return None
 
 
@@ -807,10 +891,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return asyncio.run(_fits(args))
 
-    import uvicorn
-
     from kueue_graphql.http.observe import configure_logging
-    from kueue_graphql.http.server import uvicorn_config
+    from kueue_graphql.http.server import Listener, listener_problem, listening_server
 
     configure_logging(args.log_format, args.log_level)
     settings = settings_from(args)
@@ -827,15 +909,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraphiQLAssetsError as error:
         print(f"kueue-graphql serve: {error}", file=sys.stderr)
         return 2
-    problem = _preflight(settings, args.host, args.port)
+    api = Listener(args.host, args.port)
+    metrics: Listener | None = None
+    if args.metrics_port:
+        metrics = Listener(args.metrics_host or args.host, args.metrics_port)
+    problem = listener_problem(api, metrics) or _preflight(settings, api, metrics)
     if problem is not None:
         print(f"kueue-graphql serve: {problem}", file=sys.stderr)
         return 2
-    config = uvicorn_config(
+    server = listening_server(
         app,
         settings,
-        host=args.host,
-        port=args.port,
+        api=api,
+        metrics=metrics,
         log_level=args.log_level.lower(),
         # Logging is configured above (text or JSON); uvicorn's loggers propagate into it.
         log_config=None,
@@ -843,7 +929,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # format the one line per GraphQL request (kueue_graphql.access) replaces it.
         access_log=args.log_format == "text",
     )
-    uvicorn.Server(config).run()
+    server.run()
     return 0
 
 

@@ -33,3 +33,14 @@ def field_bomb(count: int) -> str:
 
 def nesting_bomb(levels: int) -> str:
     return "{ " + "viewer { " * levels + "username" + " }" * levels + " }"
+
+
+# Keyword arguments of QueryLimits lifting every measured limit but the analysis units: with
+# them only the units refuse a bomb (tests), or, with the units lifted too, count it (benchmark).
+EVERY_LIMIT_BUT_UNITS = {
+    "max_depth": 10**6,
+    "max_aliases": 10**9,
+    "max_fields": 10**100,
+    "max_cost": 10**100,
+    "max_comparisons": 10**100,
+}

@@ -5,6 +5,10 @@ and the service then acts as exactly the identity that comes back. The decision 
 a few seconds under a SHA-256 of the token, never the token itself, and tokens never reach a
 log line or a response.
 
+With audiences (`--token-audience`), TokenReview is asked to accept only tokens minted for one of
+them, and its answer must name one: the API server refuses its own static and default-audience
+tokens then, and a token minted for kueue-graphql alone is no use to anyone at the API server.
+
 Local mode (development): every caller is the kubeconfig's own identity. It is only safe on a
 loopback address, which the command line enforces.
 """
@@ -40,6 +44,16 @@ def bearer_token(authorization: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+def audience_confirmed(wanted: tuple[str, ...], status: dict[str, object]) -> bool:
+    """Whether a TokenReview's status names one of the audiences asked for (any answer does
+    when none was). An authenticator that ignores spec.audiences answers without them: its
+    acceptance says nothing about the audience, so it is not taken."""
+    if not wanted:
+        return True
+    returned = status.get("audiences")
+    return isinstance(returned, list) and any(audience in wanted for audience in returned)
+
+
 class Authenticator(Protocol):
     # Whether reads must impersonate the caller (False: read as the service's own identity).
     impersonates: bool
@@ -62,6 +76,9 @@ class TokenReviewAuthenticator:
     ) -> None:
         self.client = client
         self.audiences = audiences
+        self._rejection = "the bearer token was not accepted by the Kubernetes API server"
+        if audiences:
+            self._rejection += f" for the audience {' or '.join(audiences)}"
         self._cache: TTLCache[str, Identity] = TTLCache(maxsize=size, ttl=ttl_seconds)
 
     def requires_token(self) -> bool:
@@ -88,9 +105,10 @@ class TokenReviewAuthenticator:
         status = review.get("status") or {}
         if not status.get("authenticated"):
             TOKEN_REVIEWS.labels("rejected").inc()
-            raise UnauthenticatedError(
-                "the bearer token was not accepted by the Kubernetes API server"
-            )
+            raise UnauthenticatedError(self._rejection)
+        if not audience_confirmed(self.audiences, status):
+            TOKEN_REVIEWS.labels("rejected").inc()
+            raise UnauthenticatedError(self._rejection)
         try:
             identity = Identity.from_user_info(status.get("user") or {})
         except ValueError as error:

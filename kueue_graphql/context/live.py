@@ -25,6 +25,10 @@ class LiveLimits:
     # fills it (the socket's buffers first); one more message ends the stream with
     # SLOW_CONSUMER instead of buffering without limit.
     send_queue: int = 16
+    # A WebSocket whose sends have waited this long (the client is not reading; the socket's
+    # buffers are full) is closed with SLOW_CONSUMER (http/ws_protocol.py), well before
+    # uvicorn's keep-alive (a 20 s ping, 20 s for its pong) would cut it as an abnormal close.
+    send_timeout_seconds: float = 10.0
 
 
 class LiveRegistry:

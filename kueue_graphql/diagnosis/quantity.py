@@ -1,8 +1,8 @@
 """Kubernetes quantities as exact Fractions, over the service's own parser (core.quantity).
 
 The diagnosis does arithmetic across scales (per-pod x count, quota minus usage, borrowing
-headroom), so it works in Fractions; parsing and printing are core.quantity's, so a number
-shows the same here as anywhere else in the API.
+headroom), so it works in Fractions; parsing (with its grammar and limits) and printing are
+core.quantity's, so a number shows the same here as anywhere else in the API.
 """
 
 from __future__ import annotations
@@ -11,20 +11,21 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 from kueue_graphql.core import quantity as core
+from kueue_graphql.core.quantity import QuantityError
 
-__all__ = ["QuantityError", "format_quantity", "parse_quantity"]
-
-
-class QuantityError(ValueError):
-    """The text is not a Kubernetes quantity."""
+__all__ = ["QuantityError", "as_decimal", "format_quantity", "parse_quantity"]
 
 
 def parse_quantity(text: str | int | float) -> Fraction:
-    """Parse "500m", "1.5Gi", "2", "1e3" (or a JSON number) into an exact Fraction."""
-    try:
-        return Fraction(core.parse_quantity(text).amount)
-    except ValueError as exc:
-        raise QuantityError(str(exc)) from exc
+    """Parse "500m", "1.5Gi", "2", "1e3" (or a JSON number) into an exact Fraction;
+    QuantityError as core.quantity.parse_quantity."""
+    return Fraction(core.parse_quantity(text).amount)
+
+
+def as_decimal(value: Fraction) -> Decimal:
+    """The Fraction as a Decimal, exact for sums and multiples of parsed quantities."""
+    with localcontext(core.EXACT):
+        return Decimal(value.numerator) / Decimal(value.denominator)
 
 
 def _binary(resource: str | None) -> bool:
@@ -40,8 +41,5 @@ def format_quantity(value: Fraction, resource: str | None = None) -> str:
     Values here are sums and multiples of parsed quantities, so they are exact in decimal;
     anything finer than a nano is rounded up to one, as Kubernetes does.
     """
-    with localcontext() as ctx:
-        ctx.prec = 80
-        amount = Decimal(value.numerator) / Decimal(value.denominator)
     fmt = core.QuantityFormat.BINARY_SI if _binary(resource) else core.QuantityFormat.DECIMAL_SI
-    return core.format_quantity(core.Quantity(amount, fmt))
+    return core.format_quantity(core.Quantity(as_decimal(value), fmt))

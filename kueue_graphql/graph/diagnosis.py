@@ -7,7 +7,7 @@ The input is loaded as the calling user by `kueue_graphql.lookups.diagnosis`; th
 from __future__ import annotations
 
 import shlex
-from decimal import Decimal, localcontext
+from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,7 +16,7 @@ import strawberry
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.kueue import KUEUE_DEPLOYMENT, kueue_version_of
 from kueue_graphql.core.quantity import decimal_text
-from kueue_graphql.diagnosis.quantity import format_quantity
+from kueue_graphql.diagnosis.quantity import as_decimal, format_quantity
 from kueue_graphql.graph.admissioncheck import AdmissionCheck
 from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.cohort import Cohort
@@ -74,9 +74,7 @@ strawberry.enum(dx.Verdict, name="QuotaVerdict")
 
 
 def _decimal(value: Fraction) -> Decimal:
-    with localcontext() as ctx:
-        ctx.prec = 80
-        return Decimal(decimal_text(Decimal(value.numerator) / Decimal(value.denominator)))
+    return Decimal(decimal_text(as_decimal(value)))
 
 
 @strawberry.type(description="An exact amount: Kubernetes notation and exact decimal number.")

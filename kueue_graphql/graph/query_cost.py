@@ -17,15 +17,24 @@ The figures, per operation (the largest over the document's operations is compar
   would make (same response name in one selection set, fragments pairwise); that rule is
   quadratic, so it is bounded before validation runs;
 - number literals longer than `max_number_length` characters (Python refuses to turn a
-  > 4,300-digit string into an int, and nothing here needs more than a page size).
+  > 4,300-digit string into an int, and nothing here needs more than a page size);
+- units, the budget of the whole analysis, counted in work rather than time so that a query
+  is accepted or refused alike on any machine at any load: one per selection (field, fragment
+  spread, inline fragment) and per argument or default value the walk visits, every fragment
+  definition once (what graphql-core's validation then visits once per rule), plus the field
+  comparisons (what its OverlappingFieldsCanBeMerged rule iterates). Units are a sum over the
+  document, not a largest operation, and the walk stops as soon as they pass the limit, so the
+  walk's own work is bounded by the limit too.
 
-A CPU budget (time.thread_time) bounds the walk itself (checked every few hundred nodes) and, with
-`ValidationDeadline`, graphql-core's validation after it.
+No clock is read here. A wall-clock backstop (`Backstop`, set by the event loop when an
+analysis runs past `max_analysis_seconds`) only protects the service from a cost the units do
+not foresee; the walk and, through `ValidationBackstop`, graphql-core's validation stop when it
+is set.
 """
 
 from __future__ import annotations
 
-import time
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from contextvars import ContextVar
@@ -63,8 +72,14 @@ class QueryLimits:
     max_cost: int = 50000
     max_comparisons: int = 10000
     max_number_length: int = 40
-    # CPU time (of the thread that does it) for parsing, measuring and validating one document.
-    max_analysis_seconds: float = 0.05
+    # Work units (selections and values visited, field comparisons) analysing one document may
+    # take: the deterministic budget. Well above the largest legitimate queries (docs/service.md,
+    # *Limits*, lists them: hundreds), far below the bombs of tests/query_bombs.py (millions).
+    max_analysis_units: int = 20000
+    # Wall-clock backstop for analysing one document (parse, measure, validate), far above any
+    # document within the units (tens of ms): it only protects the service from a cost the units
+    # do not foresee, and a document it stops is refused without being remembered.
+    max_analysis_seconds: float = 5.0
     # `first: $variable` is unknown when the document is measured: the largest page allowed.
     assumed_page_size: int = 100
 
@@ -90,16 +105,41 @@ class Measure:
     # flattened): what OverlappingFieldsCanBeMerged compares pairwise.
     names: Counter[str] = field(default_factory=Counter)
     spreads: int = 0
+    # Work units of the whole document (selections and values visited, comparisons).
+    units: int = 0
 
 
+class Backstop(threading.Event):
+    """Set (by the event loop's timer) when an analysis has run past the wall-clock backstop."""
+
+
+class AnalysisStoppedError(Exception):
+    """Raised out of the walk or graphql-core's validation once the backstop is set."""
+
+
+# How many nodes are visited between two looks at the backstop.
 _CHECK_EVERY = 256
 
 
+def units_refusal(units: int, limits: QueryLimits) -> QueryRefusedError:
+    """`units`: those counted when the walk stopped, at least that many."""
+    return QueryRefusedError(
+        f"the query is too expensive to analyse: it needs at least {units} units, over the "
+        f"limit of {limits.max_analysis_units} (a unit per field, fragment spread and argument "
+        "value, each fragment counted once, and per pair of same-named fields to compare); "
+        "select fewer fields, put repeated selections in a fragment, or split the query"
+    )
+
+
 class _Walk:
-    def __init__(self, document: DocumentNode, limits: QueryLimits, deadline: float) -> None:
+    def __init__(
+        self, document: DocumentNode, limits: QueryLimits, backstop: Backstop | None
+    ) -> None:
         self.limits = limits
-        self.deadline = deadline
+        self.backstop = backstop
         self.visited = 0
+        # Comparisons of the operations measured so far (their units beside `visited`).
+        self.compared = 0
         self.fragments = {
             d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
         }
@@ -109,11 +149,14 @@ class _Walk:
 
     def tick(self) -> None:
         self.visited += 1
-        if self.visited % _CHECK_EVERY == 0 and time.thread_time() > self.deadline:
-            raise QueryRefusedError(
-                "the query is too expensive to analyse "
-                f"(over {self.limits.max_analysis_seconds * 1000:.0f} ms)"
-            )
+        if self.visited + self.compared > self.limits.max_analysis_units:
+            raise units_refusal(self.visited + self.compared, self.limits)
+        if (
+            self.backstop is not None
+            and self.visited % _CHECK_EVERY == 0
+            and self.backstop.is_set()
+        ):
+            raise AnalysisStoppedError
 
     def fragment(self, name: str) -> Measure:
         cached = self.memo.get(name)
@@ -195,6 +238,11 @@ class _Walk:
             )
         if measure.aliases > limits.max_aliases:
             raise QueryRefusedError(f"the query has more than {limits.max_aliases} aliases")
+        # Before the figures that grow with fragment expansion (fields, cost, comparisons): a
+        # fan-out is refused by the analysis budget, the limit it is an attack on.
+        units = self.visited + self.compared + measure.comparisons
+        if units > limits.max_analysis_units:
+            raise units_refusal(units, limits)
         if measure.fields > limits.max_fields:
             raise QueryRefusedError(
                 f"the query would return more than {limits.max_fields} fields (fragments expanded)"
@@ -232,13 +280,12 @@ class _Walk:
 
 
 def measure_document(
-    document: DocumentNode, limits: QueryLimits, *, deadline: float | None = None
+    document: DocumentNode, limits: QueryLimits, *, backstop: Backstop | None = None
 ) -> Measure:
-    """The largest figures over the document's operations; raises QueryRefusedError when one
-    is over a limit or the analysis runs past `deadline` (time.thread_time())."""
-    if deadline is None:
-        deadline = time.thread_time() + limits.max_analysis_seconds
-    walk = _Walk(document, limits, deadline)
+    """The largest figures over the document's operations and the units of the whole document;
+    raises QueryRefusedError when one is over a limit, AnalysisStoppedError once `backstop` is
+    set. A pure function of the document and the limits: it reads no clock."""
+    walk = _Walk(document, limits, backstop)
     largest = Measure()
     try:
         for definition in document.definitions:
@@ -248,6 +295,7 @@ def measure_document(
                         walk.value(variable.default_value)
                 walk.directives(definition.directives)
                 measure = walk.selection_set(definition.selection_set, level=0)
+                walk.compared += measure.comparisons
                 largest = Measure(
                     depth=max(largest.depth, measure.depth),
                     fields=max(largest.fields, measure.fields),
@@ -255,34 +303,35 @@ def measure_document(
                     cost=max(largest.cost, measure.cost),
                     comparisons=max(largest.comparisons, measure.comparisons),
                 )
+        # Fragments no operation spreads are validated (and refused as unused) all the same.
+        for name in walk.fragments:
+            if name not in walk.memo:
+                walk.compared += walk.fragment(name).comparisons
     except RecursionError as error:
         raise QueryRefusedError("the query's fragments are nested too deeply") from error
+    largest.units = walk.visited + walk.compared
     return largest
 
 
-# The deadline of the validation running in this task (validation rules are instantiated by
-# graphql-core, which passes them nothing but the ValidationContext).
-validation_deadline: ContextVar[float | None] = ContextVar("validation_deadline", default=None)
+# The backstop of the validation running in this thread's context (validation rules are
+# instantiated by graphql-core, which passes them nothing but the ValidationContext).
+validation_backstop: ContextVar[Backstop | None] = ContextVar("validation_backstop", default=None)
 
 
-class ValidationDeadlineError(Exception):
-    """Raised out of graphql-core's validation when it runs past the analysis budget."""
-
-
-class ValidationDeadline(ASTValidationRule):
-    """Stops validation that runs past the analysis budget (checked every few hundred nodes;
+class ValidationBackstop(ASTValidationRule):
+    """Stops validation once the backstop is set (looked at every few hundred nodes;
     graphql-core visits every node with every rule, so this sees them all)."""
 
     def __init__(self, context: ValidationContext) -> None:
         super().__init__(context)
-        self.deadline = validation_deadline.get()
+        self.backstop = validation_backstop.get()
         self.visited = 0
 
     def enter(self, node: Node, *args: Any) -> None:
         self.visited += 1
         if (
-            self.deadline is not None
+            self.backstop is not None
             and self.visited % _CHECK_EVERY == 0
-            and time.thread_time() > self.deadline
+            and self.backstop.is_set()
         ):
-            raise ValidationDeadlineError
+            raise AnalysisStoppedError

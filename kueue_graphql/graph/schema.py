@@ -3,9 +3,12 @@
 Parsing and validation happen before the caller's token is reviewed (it is reviewed when a
 field first needs the caller), so they must be cheap for any document anyone can send:
 graphql-core parses at most `max_tokens` tokens, `query_cost` measures the document in one
-pass with fragments memoized, and only a document within every limit is validated, with a
-deadline. Validation results are cached (LRU, keyed by the query text), and so are the parsed
-documents of queries that validated, so a client repeating its queries pays for neither again.
+pass with fragments memoized and counts the work of analysing it in units, and only a document
+within every limit is validated. Every decision is a function of the text and the limits, never
+of a clock; a wall-clock backstop (`max_analysis_seconds`, seconds) stops only an analysis that
+runs far past anything the units allow. Validation results are cached (LRU, keyed by the
+query text), and so are the parsed documents of queries that validated, so a client repeating
+its queries pays for neither again.
 
 What is cached must stay small for the garbage collector: a parsed document is about ten
 objects per token, and each full collection walks every object the process holds. When every
@@ -18,8 +21,8 @@ kept documents are bounded by the total length of their text.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,16 +51,18 @@ from strawberry.types.graphql import OperationType
 from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.graph.cost import ApiCallCount
 from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
+from kueue_graphql.graph.operation_choice import OperationNameRequired
 from kueue_graphql.graph.pagination import check_page_arguments_first
 from kueue_graphql.graph.push import pushed
 from kueue_graphql.graph.query import Query
 from kueue_graphql.graph.query_cost import (
+    AnalysisStoppedError,
+    Backstop,
     QueryLimits,
     QueryRefusedError,
-    ValidationDeadline,
-    ValidationDeadlineError,
+    ValidationBackstop,
     measure_document,
-    validation_deadline,
+    validation_backstop,
 )
 from kueue_graphql.graph.resolving import wire_resolvers
 from kueue_graphql.graph.subscription import Subscription
@@ -126,15 +131,31 @@ class DocumentChecks:
         if found is not None:
             return found
         loop = asyncio.get_running_loop()
-        document, errors = await loop.run_in_executor(
-            _analysis_executor(), self.analyse, schema, query, rules
-        )
+        backstop = Backstop()
+        timers: list[asyncio.TimerHandle] = []
+
+        def arm() -> None:
+            timers.append(loop.call_later(self.limits.max_analysis_seconds, backstop.set))
+
+        def analyse() -> tuple[DocumentNode | None, list[GraphQLError]]:
+            # The backstop's time starts when the analysis does, not while it waits its turn.
+            with contextlib.suppress(RuntimeError):  # the loop closed: the server is stopping
+                loop.call_soon_threadsafe(arm)
+            return self.analyse(schema, query, rules, backstop)
+
+        try:
+            document, errors = await loop.run_in_executor(_analysis_executor(), analyse)
+        finally:
+            # arm() ran before this: the thread scheduled it before its result. (When this
+            # request is cancelled first, the timer still stops the analysis running on.)
+            for timer in timers:
+                timer.cancel()
         if errors:
             # Nothing of the refused document is kept: its errors keep their message and
             # positions in the query text, not its AST nodes, and a stand-in keeps its
             # operations' names and types (strawberry answers by type: a subscription POSTed
-            # over HTTP is told to use WebSocket). A document that ran out of time is not kept
-            # (whether it finishes depends on the machine's load).
+            # over HTTP is told to use WebSocket). A document the backstop stopped is not kept
+            # (whether it finishes in time depends on the machine's load).
             refused = Analysis(stand_in(document), [detached(e) for e in errors])
             if not any(e.message.startswith(_OUT_OF_TIME) for e in errors):
                 self.validated[(query, rules)] = refused
@@ -145,31 +166,44 @@ class DocumentChecks:
         return Analysis(document, [])
 
     def analyse(
-        self, schema: GraphQLSchema, query: str, rules: tuple[type[ASTValidationRule], ...]
+        self,
+        schema: GraphQLSchema,
+        query: str,
+        rules: tuple[type[ASTValidationRule], ...],
+        backstop: Backstop | None = None,
     ) -> tuple[DocumentNode | None, list[GraphQLError]]:
-        """Parse, measure and validate `query` within the CPU budget (time.thread_time of the
-        thread that runs this, so the budget is the document's own, whatever the load)."""
-        deadline = time.thread_time() + self.limits.max_analysis_seconds
+        """Parse, measure and validate `query`: refused by the tokens, the measured limits and
+        the analysis units, whatever the machine and its load (no clock is read), or stopped
+        once `backstop` is set."""
         try:
             document = parse(query, max_tokens=self.limits.max_tokens)
         except GraphQLError as error:
             return None, [error]
         try:
-            measure_document(document, self.limits, deadline=deadline)
+            measure_document(document, self.limits, backstop=backstop)
         except QueryRefusedError as refused:
             return document, [GraphQLError(refused.message)]
-        token = validation_deadline.set(deadline)
+        except AnalysisStoppedError:
+            return document, [self.out_of_time()]
+        token = validation_backstop.set(backstop)
         try:
-            errors = validate_document(schema, document, (*rules, ValidationDeadline))
-        except ValidationDeadlineError:
-            budget_ms = self.limits.max_analysis_seconds * 1000
-            return document, [GraphQLError(f"{_OUT_OF_TIME} (over {budget_ms:.0f} ms)")]
+            errors = validate_document(schema, document, (*rules, ValidationBackstop))
+        except AnalysisStoppedError:
+            return document, [self.out_of_time()]
         finally:
-            validation_deadline.reset(token)
+            validation_backstop.reset(token)
         return document, errors
 
+    def out_of_time(self) -> GraphQLError:
+        return GraphQLError(
+            f"{_OUT_OF_TIME}: analysing it was stopped after "
+            f"{self.limits.max_analysis_seconds:g} s, the server's backstop (the server is "
+            "overloaded, or the query costs more than its units show); retry later, or select "
+            "fewer fields"
+        )
 
-_OUT_OF_TIME = "the query is too expensive to validate"
+
+_OUT_OF_TIME = "the query took too long to analyse"
 
 
 def stand_in(document: DocumentNode | None) -> DocumentNode:
@@ -313,6 +347,8 @@ def build_schema(limits: QueryLimits | None = None, *, send_queue: int = 16) -> 
         # state into another running concurrently. The document caches are shared on purpose.
         extensions=[
             functools.partial(QueryLimitsCheck, checks),
+            # After the parse above: refuses several operations without an operationName.
+            OperationNameRequired,
             ErrorCodes,
             ApiCallCount,
         ],

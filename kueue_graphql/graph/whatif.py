@@ -15,6 +15,7 @@ import strawberry
 
 from kueue_graphql.core.errors import BadRequestError
 from kueue_graphql.core.names import check_name
+from kueue_graphql.core.quantity import QUANTITY_SYNTAX
 from kueue_graphql.diagnosis import Verdict
 from kueue_graphql.diagnosis import whatif as wi
 from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
@@ -277,6 +278,18 @@ def _priority_class(inputs: list[WhatIfPodSetInput]) -> PriorityClassRef | None:
     return PriorityClassRef(class_name)
 
 
+def _request(quantity: str, path: str) -> Fraction:
+    """One request's quantity, by Kubernetes' grammar and core.quantity's limits (bounded
+    cost, whatever the text); BAD_REQUEST naming the field otherwise."""
+    try:
+        value = parse_quantity(quantity)
+    except QuantityError as error:
+        raise BadRequestError(f"{path}.quantity: {error}; {QUANTITY_SYNTAX}") from error
+    if value < 0:
+        raise BadRequestError(f"{path}.quantity: a request cannot be negative")
+    return value
+
+
 def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
     """Checked before any API call: a bad request costs nothing."""
     if not inputs:
@@ -287,24 +300,16 @@ def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
     if len(set(names)) != len(names):
         raise BadRequestError("podSets: names must be unique")
     out = []
-    for ps in inputs:
+    for index, ps in enumerate(inputs):
         if not 1 <= ps.count <= MAX_COUNT:
             raise BadRequestError(f"podSets[{ps.name}].count must be 1..{MAX_COUNT}")
         per_pod: dict[str, Fraction] = {}
-        for request in ps.requests:
+        for number, request in enumerate(ps.requests):
             if not request.resource or request.resource in per_pod:
                 raise BadRequestError(f"podSets[{ps.name}]: empty or repeated resource name")
-            try:
-                value = parse_quantity(request.quantity)
-            except QuantityError as error:
-                raise BadRequestError(
-                    f"podSets[{ps.name}].requests[{request.resource}]: "
-                    f"{request.quantity!r} is not a Kubernetes quantity"
-                ) from error
-            if value < 0:
-                raise BadRequestError(f"podSets[{ps.name}]: a request cannot be negative")
-            if value:
-                per_pod[request.resource] = value
+            per_pod_value = _request(request.quantity, f"podSets[{index}].requests[{number}]")
+            if per_pod_value:
+                per_pod[request.resource] = per_pod_value
         out.append(
             wi.ProposedPodSet(
                 name=ps.name,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import logging
 import sys
 import time
@@ -47,12 +46,14 @@ from kueue_graphql.core.memory import FreeMemoryReturner, glibc_malloc_trim
 from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.access_log import install_access_log_redaction
+from kueue_graphql.http.document_size import document_size_limit, too_large
 from kueue_graphql.http.graphiql import (
     ASSETS_MOUNT,
     GraphiQLAssets,
     headerless_page,
     local_asset_page,
 )
+from kueue_graphql.http.json_input import JsonInputError, decode_json
 from kueue_graphql.http.middleware import (
     BodySizeLimit,
     ConcurrencyLimit,
@@ -62,7 +63,13 @@ from kueue_graphql.http.middleware import (
 )
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog, request_record
 from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
+from kueue_graphql.http.websocket import (
+    BoundedWebSocketAdapter,
+    LegacyWSHandler,
+    TransportWSHandler,
+)
 from kueue_graphql.http.ws_log import install_ws_task_log_filter
+from kueue_graphql.http.ws_messages import MessageLimits
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
 from kueue_graphql.kube.changes import ChangeSources, WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
@@ -100,7 +107,11 @@ def build_services(
     if settings.auth_mode is AuthMode.LOCAL:
         authenticator = LocalAuthenticator(kube)
     else:
-        authenticator = TokenReviewAuthenticator(kube, ttl_seconds=settings.token_cache_ttl_seconds)
+        authenticator = TokenReviewAuthenticator(
+            kube,
+            ttl_seconds=settings.token_cache_ttl_seconds,
+            audiences=settings.token_audiences,
+        )
     authorizer = Authorizer(
         kube,
         self_review=not authenticator.impersonates,
@@ -150,23 +161,6 @@ def unauthenticated(message: str, *, rejected: bool, malformed: bool = False) ->
     return graphql_error(
         401, ErrorCode.UNAUTHENTICATED, message, headers={"WWW-Authenticate": challenge}
     )
-
-
-def json_depth(value: object) -> int:
-    """How deeply arrays and objects nest in a parsed JSON value (iterative: no recursion)."""
-    deepest = 0
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: list[object] = list(item.values())
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def check_operation_name(operation_name: object, settings: ServerSettings) -> None:
@@ -219,6 +213,10 @@ async def first_checked(results: AsyncGenerator[Any, None]) -> AsyncGenerator[An
 
 
 class GraphQLView(GraphQL[RequestContext, None]):
+    websocket_adapter_class = BoundedWebSocketAdapter
+    graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
+
     def __init__(self, settings: ServerSettings) -> None:
         super().__init__(
             build_schema(settings.query_limits, send_queue=settings.live_limits.send_queue),
@@ -233,6 +231,13 @@ class GraphQLView(GraphQL[RequestContext, None]):
             ),
         )
         self.settings = settings
+        # WebSocket messages: the same size cap as an HTTP body, the same JSON depth and
+        # operationName limits (http/websocket.py).
+        self.message_limits = MessageLimits(
+            max_bytes=document_size_limit(settings),
+            max_json_depth=settings.max_json_depth,
+            max_operation_name_length=settings.max_operation_name_length,
+        )
         # GraphiQL would keep the Authorization header (a bearer token) in the browser's
         # localStorage; keep it only for the page's lifetime.
         html: str = headerless_page(super().graphql_ide_html)
@@ -280,24 +285,15 @@ class GraphQLView(GraphQL[RequestContext, None]):
         return result
 
     def parse_json(self, data: str | bytes) -> Any:
-        # Strawberry lets a body that is not UTF-8, or JSON but not an object, through as a 500.
-        # Python's JSON parser recurses per nesting level (RecursionError, a 500, at ~1,000
-        # levels) and refuses integers over 4,300 digits (ValueError): both are bad input.
+        # Strawberry lets a body that is not UTF-8, or JSON but not an object, through as a 500;
+        # Python's parser fails on deep nesting and huge integers (http/json_input.py).
         try:
-            parsed = json.loads(data)
-        except RecursionError as error:
-            raise HTTPException(
-                400, f"the JSON nests more than {self.settings.max_json_depth} levels deep"
-            ) from error
-        except ValueError as error:
-            raise HTTPException(400, "the request body is not valid JSON") from error
+            parsed = decode_json(data, self.settings.max_json_depth, "the request body")
+        except JsonInputError as error:
+            raise HTTPException(400, str(error)) from error
         if not isinstance(parsed, dict | list):
             raise HTTPException(
                 400, 'the request body must be a JSON object: {"query": "...", "variables": {}}'
-            )
-        if json_depth(parsed) > self.settings.max_json_depth:
-            raise HTTPException(
-                400, f"the JSON nests more than {self.settings.max_json_depth} levels deep"
             )
         if isinstance(parsed, dict) and "query" in parsed:
             check_operation_name(parsed.get("operationName"), self.settings)
@@ -427,6 +423,14 @@ class GraphQLGate:
                 'send the query as JSON, `Content-Type: application/json`, body {"query": "..."}',
             )
         if is_get_query:
+            # The document and its variables are in the URL: the same cap as a body.
+            limit = document_size_limit(self.settings)
+            if len(request.scope["query_string"]) > limit:
+                return graphql_error(
+                    414,
+                    ErrorCode.BAD_REQUEST,
+                    f"{too_large('query string', limit)}; send the query with POST",
+                )
             try:
                 check_operation_name(request.query_params.get("operationName"), self.settings)
             except HTTPException as error:
@@ -446,12 +450,18 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
-async def metrics(request: Request) -> Response:
-    body = generate_latest(REGISTRY)
-    cache_metrics: CollectorRegistry | None = getattr(request.app.state, "cache_metrics", None)
-    if cache_metrics is not None:
-        body += generate_latest(cache_metrics)
-    return Response(body, media_type=CONTENT_TYPE_LATEST)
+def build_metrics_app(api: Starlette) -> Starlette:
+    """`/metrics` (Prometheus text format) of the API app `api`, for the metrics listener
+    (http/server.py): the process-wide series and, in cache mode, the informers of `api`."""
+
+    async def metrics(request: Request) -> Response:
+        body = generate_latest(REGISTRY)
+        cache_metrics: CollectorRegistry | None = getattr(api.state, "cache_metrics", None)
+        if cache_metrics is not None:
+            body += generate_latest(cache_metrics)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(routes=[Route("/metrics", metrics, methods=["GET"])])
 
 
 async def readyz(request: Request) -> Response:
@@ -571,7 +581,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
     routes: list[BaseRoute] = [
         Route("/healthz", healthz),
         Route("/readyz", readyz),
-        Route("/metrics", metrics),
+        # No /metrics here: it has a listener of its own (http/server.py, --metrics-port).
         Route(
             "/graphql",
             GraphQLGate(view, settings),
@@ -602,7 +612,7 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
             Middleware(DropImpersonationHeaders),
             Middleware(
                 BodySizeLimit,
-                max_bytes=settings.max_body_bytes,
+                max_bytes=document_size_limit(settings),
                 timeout_seconds=settings.body_timeout_seconds,
             ),
             # One second of grace so the API-call deadline (the precise one) fires first.

@@ -11,6 +11,8 @@ import logging
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strawberry.http.streaming import MultipartSubscriptionTransport
 
+from kueue_graphql.http.document_size import too_large
+
 log = logging.getLogger(__name__)
 
 
@@ -130,7 +132,7 @@ class BodySizeLimit:
                 and int(value) > self.max_bytes
             ):
                 await _send_json(
-                    send, 413, "BAD_REQUEST", f"request body over {self.max_bytes} bytes"
+                    send, 413, "BAD_REQUEST", too_large("request body", self.max_bytes)
                 )
                 return
         chunks: list[bytes] = []
@@ -149,7 +151,7 @@ class BodySizeLimit:
         if complete is None:
             return
         if not complete:
-            await _send_json(send, 413, "BAD_REQUEST", f"request body over {self.max_bytes} bytes")
+            await _send_json(send, 413, "BAD_REQUEST", too_large("request body", self.max_bytes))
             return
         replayed = False
 

@@ -27,6 +27,9 @@ class ReadMode(StrEnum):
 # A deleted ServiceAccount or revoked token keeps working through the service for as long as
 # its TokenReview answer is cached: never longer than this.
 MAX_TOKEN_CACHE_TTL_SECONDS = 300.0
+# The analysis backstop is wall-clock: below this it refuses legitimate queries on a loaded
+# machine (a query is limited by its analysis units; the backstop only protects the service).
+MIN_ANALYSIS_BACKSTOP_SECONDS = 1.0
 # /readyz answers within this even when the API server does not (issue 8: within 2 s).
 MAX_READYZ_TIMEOUT_SECONDS = 2.0
 
@@ -47,6 +50,9 @@ class ServerSettings:
     authz_cache_ttl_seconds: float = 10.0
     authz_deny_cache_ttl_seconds: float = 2.0
     token_cache_ttl_seconds: float = 30.0
+    # TokenReview spec.audiences: accept only tokens minted for one of these (empty: the API
+    # server's own audiences).
+    token_audiences: tuple[str, ...] = ()
     # Browser origins (scheme://host[:port]) allowed to call /graphql (CORS); none by default.
     cors_allow_origins: tuple[str, ...] = ()
     # Connections and requests: see docs/service.md, "Limits".
@@ -54,6 +60,11 @@ class ServerSettings:
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 10.0
     keep_alive_timeout_seconds: int = 5
+    # uvicorn's WebSocket keep-alive: a ping this often, the connection closed (1011) when its
+    # pong has not come within the timeout and nothing waits to be sent (else 4008
+    # SLOW_CONSUMER, http/ws_protocol.py). None: no pings (tests that must not race them).
+    ws_ping_interval_seconds: float | None = 20.0
+    ws_ping_timeout_seconds: float | None = 20.0
     readyz_timeout_seconds: float = 1.5
     max_json_depth: int = 32
     max_operation_name_length: int = 128

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 from collections.abc import Sequence
@@ -76,7 +77,15 @@ class WatchChanges:
         self._identity = identity
         self._changed = asyncio.Event()
         self.events_seen = 0
-        self._tasks = [asyncio.create_task(self._watch(target)) for target in targets]
+        # Each watch in an empty context: its connection and timers (a read timeout of
+        # _WATCH_SECONDS + 30 s stays scheduled after the watch is cancelled) would otherwise
+        # keep the opening subscription's context, and its first reads, alive after it closed.
+        self._tasks = [
+            asyncio.get_running_loop().create_task(
+                self._watch(target), context=contextvars.Context()
+            )
+            for target in targets
+        ]
 
     async def wait(self, quiet_seconds: float) -> bool:
         if not self._changed.is_set() and quiet_seconds > 0:

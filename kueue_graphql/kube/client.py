@@ -8,6 +8,7 @@ count. Process-wide observers see every call too, so tests can instrument the tr
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import json
 import logging
@@ -167,9 +168,13 @@ class KubeClient:
         try:
             # In a Task of its own: aiohttp's timeout cancels the Task it was entered in, and a
             # resolver's first step runs in the request's Task (graph/resolving.py), so a slow API
-            # call must time out as this call, not cancel the whole request.
-            response = await asyncio.ensure_future(
-                self._exchange(method, path, query, headers, body, timeout)
+            # call must time out as this call, not cancel the whole request. Its context is
+            # empty: what the exchange makes (a pooled connection's read handler, the pool's
+            # keep-alive timer) outlives the request and would otherwise keep the request's
+            # context, and all its ContextVars hold, alive with it.
+            response = await asyncio.get_running_loop().create_task(
+                self._exchange(method, path, query, headers, body, timeout),
+                context=contextvars.Context(),
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             _api_calls(verb, resource, "error").inc()

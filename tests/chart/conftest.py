@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,8 @@ import yaml
 from tests.cluster import build
 from tests.cluster.driver import Cluster
 from tests.cluster.progress import Progress
-from tests.service.conftest import free_port
+from tests.service.conftest import free_ports
+from tests.waiting import READY_SECONDS, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "kueue-graphql"
@@ -29,6 +29,17 @@ NAMESPACE = "kueue-graphql-chart"
 RELEASE = "kg"
 SERVICE_ACCOUNT = f"{RELEASE}-kueue-graphql"
 POD_SECRETS = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+# Value combinations every chart test of lint, schema and server-side dry run goes through.
+ALL_KNOBS = Path(__file__).parent / "values" / "all-knobs.yaml"
+COMBINATIONS = {
+    "defaults": (),
+    "legacy": ("--set", "rbac.impersonation=legacy"),
+    "cache": ("--set", "readMode=cache"),
+    "all knobs": ("-f", str(ALL_KNOBS)),
+    "no metrics": ("--set", "metrics.port=0", "--set", "networkPolicy.enabled=true"),
+    "NodePort": ("--set", "service.type=NodePort", "--set", "service.nodePort=30080"),
+}
 
 
 @pytest.fixture(scope="session")
@@ -99,7 +110,19 @@ class InClusterServer:
         return body
 
     def readyz(self) -> httpx.Response:
-        return httpx.get(self.url + "/readyz", timeout=10)
+        return httpx.get(self.url + "/readyz", timeout=30)
+
+    def answers_readyz(self) -> httpx.Response | None:
+        """/readyz's answer, None while nothing listens; AssertionError once the process has
+        exited (it will never listen)."""
+        if self.process.poll() is not None:
+            raise AssertionError(
+                f"in-cluster server exited with {self.process.returncode}:\n{self.log.read_text()}"
+            )
+        try:
+            return self.readyz()
+        except httpx.TransportError:
+            return None
 
 
 def start_in_cluster(
@@ -115,7 +138,7 @@ def start_in_cluster(
     (secrets / "namespace").write_text(namespace)
     POD_SECRETS.mkdir(parents=True, exist_ok=True)
     api = urlparse(cluster.api_url)
-    port = free_port()
+    port, metrics_port = free_ports(2)
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env.update(
         {
@@ -126,7 +149,7 @@ def start_in_cluster(
         }
     )
     serve = [sys.executable, "-m", "kueue_graphql.cli", "serve", "--in-cluster"]
-    serve += ["--port", str(port), *extra_args]
+    serve += ["--port", str(port), "--metrics-port", str(metrics_port), *extra_args]
     script = f"mount --bind {secrets} {POD_SECRETS} && exec {' '.join(serve)}"
     log = workdir / "server.log"
     with log.open("w") as output:
@@ -139,17 +162,31 @@ def start_in_cluster(
             cwd=REPO,
         )
     server = InClusterServer(f"http://127.0.0.1:{port}", process, log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"in-cluster server exited:\n{log.read_text()}")
-        try:
-            server.readyz()
-            return server
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise AssertionError(f"in-cluster server did not listen:\n{log.read_text()}")
+    try:
+        # Listening (whatever /readyz says): the CLI's imports alone took 30-60 s on a loaded
+        # machine, so the bound is generous; a server that exits fails at once.
+        wait_until(
+            "in-cluster server listening",
+            lambda: server.answers_readyz() is not None,
+            READY_SECONDS,
+            interval=0.2,
+            detail=log.read_text,
+        )
+    except BaseException:
+        stop(server)
+        raise
+    return server
+
+
+def wait_ready(server: InClusterServer) -> None:
+    """Until /readyz answers 200 (in cache mode: once the informers synced)."""
+    wait_until(
+        "in-cluster server ready",
+        lambda: getattr(server.answers_readyz(), "status_code", None) == 200,
+        READY_SECONDS,
+        interval=0.3,
+        detail=lambda: f"/readyz: {server.readyz().text}\n{server.log.read_text()}",
+    )
 
 
 def stop(server: InClusterServer) -> None:
@@ -201,10 +238,7 @@ def chart_cache_server(
         "--read-mode=cache",
     )
     try:
-        deadline = time.monotonic() + 60
-        while server.readyz().status_code != 200 and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert server.readyz().status_code == 200, server.readyz().text
+        wait_ready(server)
         yield server
     finally:
         stop(server)
@@ -220,10 +254,7 @@ def chart_server(
         cluster, token, release.namespace, tmp_path_factory.mktemp("chart-sa")
     )
     try:
-        deadline = time.monotonic() + 30
-        while server.readyz().status_code != 200 and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert server.readyz().status_code == 200, server.readyz().text
+        wait_ready(server)
         yield server
     finally:
         stop(server)

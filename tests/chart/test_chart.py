@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from kueue_graphql.kube import resources
-from tests.chart.conftest import CHART, NAMESPACE, Release, run_helm
+from tests.chart.conftest import CHART, COMBINATIONS, NAMESPACE, Release, run_helm
 from tests.cluster.driver import Cluster
 
 READ_VERBS = {"get", "list", "watch"}
@@ -27,11 +27,7 @@ def cluster_role(documents: list[dict[str, Any]]) -> dict[str, Any]:
     return role
 
 
-@pytest.mark.parametrize(
-    "values",
-    [(), ("--set", "rbac.impersonation=legacy"), ("--set", "readMode=cache")],
-    ids=["default", "legacy", "cache"],
-)
+@pytest.mark.parametrize("values", COMBINATIONS.values(), ids=COMBINATIONS.keys())
 def test_lint_strict(helm: Path, values: tuple[str, ...]) -> None:
     result = run_helm(helm, None, "lint", "--strict", str(CHART), *values)
     assert "0 chart(s) failed" in result.stdout
@@ -131,26 +127,42 @@ def test_quota_disclosure_grants_its_reads_and_passes_the_flag(helm: Path) -> No
 
 
 @pytest.mark.cluster
+@pytest.mark.parametrize("values", COMBINATIONS.values(), ids=COMBINATIONS.keys())
 def test_template_applies_with_server_side_dry_run(
-    helm: Path, cluster: Cluster, release: Release, tmp_path: Path
+    helm: Path, cluster: Cluster, release: Release, tmp_path: Path, values: tuple[str, ...]
 ) -> None:
     manifest = tmp_path / "manifest.yaml"
     manifest.write_text(
         run_helm(
-            helm, None, "template", "dry-run", str(CHART), "--namespace", release.namespace
+            helm,
+            None,
+            "template",
+            "dry-run",
+            str(CHART),
+            "--namespace",
+            release.namespace,
+            *values,
+            # The helm-test caller runs as a ServiceAccount that exists (a dry run creates none).
+            "--set",
+            f"testCaller.serviceAccountName={release.service_account}",
         ).stdout
     )
     result = cluster.kubectl(
         "apply", "--dry-run=server", "-n", release.namespace, "-f", str(manifest), check=False
     )
     assert result.returncode == 0, result.stderr
-    for kind in (
-        "deployment.apps",
-        "service",
-        "serviceaccount",
-        "clusterrole.rbac.authorization.k8s.io",
-    ):
-        assert f"{kind}/dry-run-kueue-graphql" in result.stdout, result.stdout
+    documents = [d for d in yaml.safe_load_all(manifest.read_text()) if d]
+    applied = result.stdout.splitlines()
+    assert len(applied) == len(documents), result.stdout
+    assert all(line.endswith("(server dry run)") for line in applied), result.stdout
+    if not values:
+        for kind in (
+            "deployment.apps",
+            "service",
+            "serviceaccount",
+            "clusterrole.rbac.authorization.k8s.io",
+        ):
+            assert f"{kind}/dry-run-kueue-graphql" in result.stdout, result.stdout
 
 
 @pytest.mark.cluster
@@ -172,11 +184,12 @@ def test_install_creates_the_release(helm: Path, cluster: Cluster, release: Rele
         "-l",
         "app.kubernetes.io/instance=kg",
     ).stdout.split()
-    # Two replicas by default, so a PodDisruptionBudget too.
+    # Two replicas by default, so a PodDisruptionBudget too; /metrics has a Service of its own.
     assert sorted(names) == [
         "deployment.apps/kg-kueue-graphql",
         "poddisruptionbudget.policy/kg-kueue-graphql",
         "service/kg-kueue-graphql",
+        "service/kg-kueue-graphql-metrics",
         "serviceaccount/kg-kueue-graphql",
     ]
     deployment = json.loads(

@@ -147,10 +147,12 @@ class Cluster:
         *args: str,
         user: str = "admin",
         check: bool = True,
-        timeout: float = 60,
+        timeout: float = 180,
         kubeconfig: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run kubectl as a test user (or with an explicit kubeconfig)."""
+        """Run kubectl as a test user (or with an explicit kubeconfig). `timeout` only stops a
+        kubectl that hangs: a call that does much work (deleting hundreds of objects) passes
+        its own, bounded by that work."""
         config = kubeconfig or self.kubeconfig(user)
         result = subprocess.run(
             [str(self.kubectl_bin), "--kubeconfig", str(config), *args],
@@ -208,7 +210,8 @@ class Cluster:
         if not (self.state_dir / "env").is_file() or not self.kubectl_bin.exists():
             return False
         try:
-            result = self.kubectl("get", "--raw", "/readyz", check=False, timeout=10)
+            # Generous: a timeout here on a busy machine would restart (replace) the cluster.
+            result = self.kubectl("get", "--raw", "/readyz", check=False, timeout=60)
         except (subprocess.TimeoutExpired, OSError):
             return False
         return result.returncode == 0 and result.stdout.strip() == "ok"
@@ -246,9 +249,22 @@ class _Launcher:
         return process
 
 
+# How long the start waits for any one thing (a component ready, a CRD established, Kueue acting
+# on a scenario). On an idle machine each takes seconds; the bound only says when to give up, so
+# it is generous enough for a machine whose CPUs are shared with several other busy processes.
+START_SECONDS = 300.0
+
+
 def _wait(
-    what: str, check: Callable[[], bool], timeout: float, progress: Progress, log: Path | None
+    what: str,
+    check: Callable[[], bool],
+    timeout: float,
+    progress: Progress,
+    log: Path | None,
+    process: subprocess.Popen[bytes] | None = None,
 ) -> None:
+    """Poll `check` until it holds, at most `timeout` seconds; with `process`, fail at once
+    when that process has exited (what it would have served never comes)."""
     deadline = time.monotonic() + timeout
     last_note = time.monotonic()
     while time.monotonic() < deadline:
@@ -257,15 +273,50 @@ def _wait(
                 return
         except Exception:  # noqa: S110 - any failure here just means "not ready yet"
             pass
+        if process is not None and process.poll() is not None:
+            raise ClusterError(
+                f"{what}: the process exited with code {process.returncode}{_log_tail(log)}"
+            )
         if time.monotonic() - last_note > 15:
             progress.note(f"still waiting for {what}...")
             last_note = time.monotonic()
         time.sleep(0.5)
-    tail = ""
-    if log is not None and log.exists():
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-        tail = f"\nlast lines of {log}:\n{tail}"
-    raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}{tail}")
+    raise ClusterError(f"timed out after {timeout:.0f}s waiting for {what}{_log_tail(log)}")
+
+
+def _log_tail(log: Path | None) -> str:
+    if log is None or not log.exists():
+        return ""
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+    return f"\nlast lines of {log}:\n{tail}"
+
+
+def crds_not_established(listed: list[dict[str, Any]], names: list[str]) -> dict[str, str]:
+    """The CRDs of `names` that are not Established in `listed` (the items of `kubectl get crd
+    -o json`), each with what was seen instead. A CRD just created has a status without
+    conditions until the API server's controller reaches it: that is "not yet", not an error
+    (`kubectl wait --for=condition=Established` fails on it with `.status.conditions accessor
+    error: <nil>`)."""
+    by_name = {item.get("metadata", {}).get("name"): item for item in listed}
+    missing: dict[str, str] = {}
+    for name in names:
+        item = by_name.get(name)
+        if item is None:
+            missing[name] = "not created"
+            continue
+        established = _conditions(item).get("Established")
+        if established is None:
+            missing[name] = "no Established condition in its status yet"
+        elif established.get("status") != "True":
+            detail = ": ".join(
+                str(part)
+                for part in (established.get("reason"), established.get("message"))
+                if part
+            )
+            missing[name] = f"Established={established.get('status')}" + (
+                f" ({detail})" if detail else ""
+            )
+    return missing
 
 
 def _https_ok(url: str, context: ssl.SSLContext) -> bool:
@@ -487,7 +538,7 @@ class _Starter:
 
         progress.step("starting etcd")
         etcd_log = self.launcher.logs / "etcd.log"
-        self.launcher.start(
+        etcd = self.launcher.start(
             "etcd",
             [
                 str(bin_dir / "etcd"),
@@ -500,14 +551,15 @@ class _Starter:
             "etcd /health",
             lambda: b"true"
             in urllib.request.urlopen(f"http://127.0.0.1:{ports['etcd']}/health", timeout=3).read(),
-            60,
+            START_SECONDS,
             progress,
             etcd_log,
+            etcd,
         )
 
         progress.step("starting kube-apiserver")
         apiserver_log = self.launcher.logs / "kube-apiserver.log"
-        self.launcher.start(
+        apiserver = self.launcher.start(
             "kube-apiserver",
             [
                 str(bin_dir / "kube-apiserver"),
@@ -543,9 +595,10 @@ class _Starter:
         _wait(
             "kube-apiserver /readyz",
             lambda: _https_ok(f"{api_url}/readyz", context),
-            120,
+            START_SECONDS,
             progress,
             apiserver_log,
+            apiserver,
         )
         self._write_env(api_url)
 
@@ -585,8 +638,9 @@ class _Starter:
         launches = self._install_integrations(controller_bins, ports, ca)
 
         progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
-        self._apply_documents("kueue-crds", _crds(kueue_dir, ports["kueue-webhook"], ca.pem))
-        self.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        crds = _crds(kueue_dir, ports["kueue-webhook"], ca.pem)
+        self._apply_documents("kueue-crds", crds)
+        self._wait_crds_established([crd["metadata"]["name"] for crd in crds], apiserver)
         self._apply_file(MANIFESTS / "10-tenancy.yaml")
         self._apply_documents(
             "kueue-webhooks", _webhook_configurations(kueue_dir, ports["kueue-webhook"], ca.pem)
@@ -619,7 +673,7 @@ class _Starter:
             )
         )
         kueue_log = self.launcher.logs / "kueue.log"
-        self.launcher.start(
+        kueue = self.launcher.start(
             "kueue", self._kueue_argv(bin_dir, kueue_config, kueue_kubeconfig, ports)
         )
         _wait(
@@ -628,9 +682,10 @@ class _Starter:
                 f"http://127.0.0.1:{ports['kueue-health']}/readyz", timeout=3
             ).status
             == 200,
-            120,
+            START_SECONDS,
             progress,
             kueue_log,
+            kueue,
         )
         # A server-side dry run goes through Kueue's mutating and validating webhooks.
         probe = yaml.safe_dump(
@@ -643,9 +698,10 @@ class _Starter:
         _wait(
             "Kueue webhooks to answer (server-side dry run)",
             lambda: self._kubectl_stdin(["create", "--dry-run=server", "-f", "-"], probe),
-            60,
+            START_SECONDS,
             progress,
             kueue_log,
+            kueue,
         )
 
         self._start_integrations(launches)
@@ -685,7 +741,7 @@ class _Starter:
                 check=False,
             ).returncode
             == 0,
-            60,
+            START_SECONDS,
             progress,
             kueue_log,
         )
@@ -703,7 +759,7 @@ class _Starter:
                 or []
             )
             >= 2,
-            60,
+            START_SECONDS,
             progress,
             None,
         )
@@ -844,6 +900,38 @@ class _Starter:
         ]
         (self.state / "env").write_text("\n".join(lines) + "\n")
 
+    def _wait_crds_established(
+        self, names: list[str], apiserver: subprocess.Popen[bytes], timeout: float = START_SECONDS
+    ) -> None:
+        """Until every CRD of `names` is Established, polled from its status (which has no
+        conditions at first); a ClusterError naming each one that is not, if they never are."""
+        deadline = time.monotonic() + timeout
+        last_note = time.monotonic()
+        missing = dict.fromkeys(names, "not listed yet")
+        while True:
+            listed = self.cluster.kubectl("get", "crd", "-o", "json", check=False)
+            if listed.returncode == 0:
+                missing = crds_not_established(json.loads(listed.stdout)["items"], names)
+                if not missing:
+                    return
+            if apiserver.poll() is not None:
+                raise ClusterError(
+                    f"kube-apiserver exited (code {apiserver.returncode}) while CRDs were being "
+                    f"established{_log_tail(self.launcher.logs / 'kube-apiserver.log')}"
+                )
+            if time.monotonic() > deadline:
+                not_established = "; ".join(f"{name}: {seen}" for name, seen in missing.items())
+                raise ClusterError(
+                    f"CRDs not Established after {timeout:.0f}s: {not_established}"
+                    f"{_log_tail(self.launcher.logs / 'kube-apiserver.log')}"
+                )
+            if time.monotonic() - last_note > 15:
+                self.progress.note(
+                    f"still waiting for CRDs to be Established: {', '.join(missing)}"
+                )
+                last_note = time.monotonic()
+            time.sleep(0.5)
+
     def _kubectl_stdin(self, args: list[str], text: str) -> bool:
         result = subprocess.run(
             [
@@ -879,17 +967,20 @@ class _Starter:
         raise ClusterError(f"applying {len(paths)} files failed: {result.stderr.strip()}")
 
     def _apply_file(self, path: Path) -> None:
-        last_error = ""
-        # Fresh CRDs and webhooks can take a moment to be served; retry briefly.
-        for _ in range(30):
+        # Fresh CRDs and webhooks can take a moment to be served (longer on a busy machine):
+        # retried until applied, at most START_SECONDS.
+        deadline = time.monotonic() + START_SECONDS
+        while True:
             result = self.cluster.kubectl(
                 "apply", "--server-side", "--force-conflicts", "-f", str(path), check=False
             )
             if result.returncode == 0:
                 return
-            last_error = result.stderr.strip()
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"applying {path.name} failed for {START_SECONDS:.0f}s: {result.stderr.strip()}"
+                )
             time.sleep(1)
-        raise ClusterError(f"applying {path.name} failed: {last_error}")
 
     def _mark_nodes_ready(self) -> None:
         for node in self.cluster.get_json("nodes")["items"]:
@@ -994,7 +1085,7 @@ class _Starter:
         _wait(
             f"Workload of {namespace}/{job} to be evicted and its quota released",
             evicted_and_released,
-            120,
+            START_SECONDS,
             self.progress,
             self.launcher.logs / "kueue.log",
         )
@@ -1007,7 +1098,7 @@ class _Starter:
                     "get", "serviceaccount", "default", "-n", ns, check=False
                 ).returncode
                 == 0,
-                60,
+                START_SECONDS,
                 self.progress,
                 self.launcher.logs / "kube-controller-manager.log",
             )
@@ -1019,7 +1110,13 @@ class _Starter:
                 _conditions(q).get("Active", {}).get("status") == "True" for q in queues
             )
 
-        _wait("ClusterQueues Active", active, 60, self.progress, self.launcher.logs / "kueue.log")
+        _wait(
+            "ClusterQueues Active",
+            active,
+            START_SECONDS,
+            self.progress,
+            self.launcher.logs / "kueue.log",
+        )
 
     def _workload_of(self, namespace: str, job: str) -> dict[str, Any] | None:
         uid = self.cluster.get_json("job", job, "-n", namespace)["metadata"]["uid"]
@@ -1038,7 +1135,7 @@ class _Starter:
         _wait(
             f"Workload of {namespace}/{job} to be {condition}",
             holds,
-            120,
+            START_SECONDS,
             self.progress,
             self.launcher.logs / "kueue.log",
         )
@@ -1054,7 +1151,7 @@ class _Starter:
             _wait(
                 f"Pods of {namespace}/{job} to be bound to a Node",
                 lambda: bool(bound_pods()),
-                120,
+                START_SECONDS,
                 self.progress,
                 self.launcher.logs / "kube-scheduler.log",
             )
@@ -1163,7 +1260,7 @@ class _Starter:
             ("admitted-but-unschedulable Pod is Unschedulable", pod_unschedulable),
         ]
         for what, check in checks:
-            _wait(what, check, 120, self.progress, self.launcher.logs / "kueue.log")
+            _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
         self._wait_workload_condition("team-a", "finished-ok", "Finished")
         self._wait_workload_condition("team-a", "fails-with-exit-1", "Finished")
         self._wait_workload_condition("team-a", "high-priority-preemptor", "Admitted")
@@ -1196,7 +1293,7 @@ class _Starter:
             ("waits-on-inactive-check waits", lambda: job_refused("waits-on-inactive-check")),
         ]
         for what, check in checks:
-            _wait(what, check, 120, self.progress, self.launcher.logs / "kueue.log")
+            _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
 
 
 def up(state_dir: Path = DEFAULT_STATE_DIR, tie_to_parent: bool = False) -> Cluster:

@@ -7,7 +7,6 @@ deleted afterwards, so the other tests' queues stay small."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,8 @@ import pytest
 from tests.cluster.driver import Cluster
 from tests.diagnosis.test_diagnose_cluster import DIAGNOSE
 from tests.service.conftest import Server
+from tests.teardown import remove, remove_namespace
+from tests.waiting import BULK_SECONDS, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -129,25 +130,34 @@ def busy(cluster: Cluster) -> Iterator[None]:
     objects += [_workload("crowd-last", "lq-crowd", 0)]
     objects += [_workload("no-priority", "lq-no-priority", None)]
     listing = {"apiVersion": "v1", "kind": "List", "items": objects}
+    _remove(cluster)  # what an interrupted earlier run left
     try:
         manifest = cluster.state_dir / "busy-queue.json"
         manifest.write_text(json.dumps(listing))
-        proc = cluster.kubectl("create", "-f", str(manifest), check=False, timeout=600)
+        # One request per object: bounded as bulk work, not by a guess at the machine's speed.
+        proc = cluster.kubectl("create", "-f", str(manifest), check=False, timeout=BULK_SECONDS)
         assert proc.returncode == 0, proc.stderr[-2000:]
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            tail = _pending(cluster, "lq-crowd", 10, CROWD - 5)
-            if any(i["metadata"]["name"] == "crowd-last" for i in tail):
-                break
-            time.sleep(3)
-        else:
-            pytest.fail("Kueue did not list crowd-last among the pending Workloads in time")
+        wait_until(
+            "Kueue listing crowd-last among the pending Workloads",
+            lambda: any(
+                i["metadata"]["name"] == "crowd-last"
+                for i in _pending(cluster, "lq-crowd", 10, CROWD - 5)
+            ),
+            # Kueue queues the crowd one Workload at a time: the bound of bulk work.
+            BULK_SECONDS,
+            interval=3,
+        )
         yield
     finally:
-        for kind in ("workloads", "localqueues"):
-            cluster.kubectl("delete", kind, "-n", NS, "-l", LABEL, "--wait=false", check=False)
-        cluster.kubectl("delete", "clusterqueues", "-l", LABEL, check=False, timeout=300)
-        cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+        _remove(cluster)
+
+
+def _remove(cluster: Cluster) -> None:
+    """The namespace with its 1,000 Workloads and their Events (the namespace controller
+    deletes them as collections, not one request each), then the ClusterQueues, each waited
+    until gone: the next module lists Workloads and namespaces as they were before."""
+    remove_namespace(cluster, NS)
+    remove(cluster, "clusterqueues", "-l", LABEL)
 
 
 @pytest.mark.parametrize("user", ["alice", "viewer"])

@@ -14,19 +14,29 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from kueue_graphql.http import AuthMode, ReadMode, ServerSettings, build_app
-from kueue_graphql.http.server import uvicorn_config
+from kueue_graphql.http.server import Listener, listening_server
 from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
+from tests.waiting import READY_SECONDS, async_wait_until
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    (port,) = free_ports(1)
+    return port
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports free on the loopback address now."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 @dataclass
@@ -34,6 +44,8 @@ class Server:
     url: str
     app: Any
     http: httpx.AsyncClient
+    # The metrics listener (/metrics), apart from the API's.
+    metrics: httpx.AsyncClient
 
     @property
     def kube(self) -> KubeClient:
@@ -80,20 +92,24 @@ async def running_server(
         settings, kubeconfig=str(kubeconfig), auth_mode=auth_mode, **overrides
     )
     app = build_app(settings)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn_config(app, settings, host="127.0.0.1", port=port, log_level=log_level)
-    )
+    api_port, metrics_port = free_ports(2)
+    api, metrics = Listener("127.0.0.1", api_port), Listener("127.0.0.1", metrics_port)
+    server = listening_server(app, settings, api=api, metrics=metrics, log_level=log_level)
     task = asyncio.create_task(server.serve())
-    for _ in range(200):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.05)
-    assert server.started, "kueue-graphql did not start"
-    url = f"http://127.0.0.1:{port}"
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+
+    async def started() -> bool:
+        if task.done():  # it will never start: its exception, or it returned
+            task.result()
+            raise AssertionError("kueue-graphql exited before it started listening")
+        return bool(server.started)
+
+    await async_wait_until("kueue-graphql listening", started, READY_SECONDS, interval=0.05)
+    async with (
+        httpx.AsyncClient(base_url=api.url, timeout=30) as http,
+        httpx.AsyncClient(base_url=metrics.url, timeout=30) as metrics_http,
+    ):
         try:
-            yield Server(url=url, app=app, http=http)
+            yield Server(url=api.url, app=app, http=http, metrics=metrics_http)
         finally:
             server.should_exit = True
             await task
@@ -131,15 +147,16 @@ def read_mode(request: pytest.FixtureRequest) -> ReadMode:
     return ReadMode(getattr(request, "param", DEFAULT_READ_MODE))
 
 
-async def wait_ready(server: Server, seconds: float = 60.0) -> None:
+async def wait_ready(server: Server, seconds: float = READY_SECONDS) -> None:
     """Until /readyz answers ok (in cache mode: every informer synced)."""
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
+    answers: list[str] = []
+
+    async def ready() -> bool:
         response = await server.http.get("/readyz")
-        if response.status_code == 200:
-            return
-        assert asyncio.get_running_loop().time() < deadline, response.text
-        await asyncio.sleep(0.2)
+        answers[:] = [response.text]
+        return response.status_code == 200
+
+    await async_wait_until("/readyz ok", ready, seconds, detail=lambda: answers[0])
 
 
 @asynccontextmanager

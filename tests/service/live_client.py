@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 PROTOCOL = "graphql-transport-ws"
+
+# First frames that raised inside strawberry's handlers (issue 22, N2); each must close 4400.
+MALFORMED_FRAMES = {
+    "array": "[]",
+    "number": "1",
+    "string": '"x"',
+    "null": "null",
+    "1000-deep": "[" * 1000 + "]" * 1000,
+    "40-deep": "[" * 40 + "]" * 40,
+    "not-json": "{nope",
+    "type-number": '{"type": 5}',
+    "id-list": '{"type": "subscribe", "id": ["a"], "payload": {"query": "{ __typename }"}}',
+    "query-number": '{"type": "subscribe", "id": "1", "payload": {"query": 7}}',
+    "init-payload-list": '{"type": "connection_init", "payload": []}',
+    "ping-payload-number": '{"type": "ping", "payload": 1}',
+}
 
 
 class Subscriber:
@@ -46,3 +65,21 @@ async def subscriber(base_url: str, token: str | None) -> AsyncIterator[Subscrib
         ack = json.loads(await socket.recv())
         assert ack["type"] == "connection_ack", ack
         yield Subscriber(socket)
+
+
+def ws_url(base_url: str) -> str:
+    return base_url.replace("http://", "ws://") + "/graphql"
+
+
+async def close_of(socket: ClientConnection) -> tuple[int, str]:
+    """Reads until the server closes the socket (within 30 s): its close code and reason."""
+
+    async def read_all() -> None:
+        while True:
+            await socket.recv()
+
+    with pytest.raises(ConnectionClosed) as closed:
+        await asyncio.wait_for(read_all(), 30)
+    frame = closed.value.rcvd
+    assert frame is not None, "the server dropped the socket without a close frame"
+    return frame.code, frame.reason

@@ -24,6 +24,8 @@ from kueue_graphql.kube.client import ApiCall
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server, server_in_mode
+from tests.teardown import remove, remove_namespace
+from tests.waiting import SETTLE_SECONDS
 
 pytestmark = pytest.mark.cluster
 
@@ -154,12 +156,10 @@ PENDING = [
 
 
 def _cleanup(cluster: Cluster) -> None:
+    """Both namespaces with their Workloads, then the ClusterQueue, waited until gone."""
     for ns in (NS, OTHER):
-        cluster.kubectl("delete", "workloads", "-n", ns, "--all", "--wait=false", check=False)
-    cluster.kubectl("delete", "clusterqueue", CQ, "--ignore-not-found", check=False, timeout=120)
-    for ns in (NS, OTHER):
-        cluster.kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found",
-                        check=False)  # fmt: skip
+        remove_namespace(cluster, ns)
+    remove(cluster, "clusterqueue", CQ)
 
 
 def _raw(cluster: Cluster, path: str) -> Any:
@@ -168,16 +168,11 @@ def _raw(cluster: Cluster, path: str) -> Any:
 
 @pytest.fixture(scope="module")
 def queue(cluster: Cluster) -> Iterator[None]:
-    _cleanup(cluster)
-    deadline = time.monotonic() + 120
-    while any(cluster.kubectl("get", "namespace", ns, check=False).returncode == 0
-              for ns in (NS, OTHER)):  # fmt: skip
-        assert time.monotonic() < deadline, "namespaces of an earlier run are not gone"
-        time.sleep(1)
+    _cleanup(cluster)  # what an interrupted earlier run left
     try:
         _apply(cluster, _setting())
         _apply(cluster, [_workload(NS, "blocker", "lq-ahead", "1", 1, 0, max_seconds=3600)])
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_SECONDS
         while True:
             wl = cluster.get_json("workload", "blocker", "-n", NS)
             conds = {
@@ -190,7 +185,7 @@ def queue(cluster: Cluster) -> Iterator[None]:
         for ns, name, lq, cpu, count, priority in PENDING:
             _apply(cluster, [_workload(ns, name, lq, cpu, count, priority)])
             time.sleep(1.1)  # creationTimestamp has a resolution of one second
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_SECONDS
         while len(_raw(cluster, f"{VIS}/clusterqueues/{CQ}/pendingworkloads")["items"]) < len(
             PENDING
         ):

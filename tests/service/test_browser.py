@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +21,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.driver import Cluster
-from tests.service.conftest import free_port
+from tests.service.conftest import free_port, free_ports
+from tests.waiting import READY_SECONDS, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -36,6 +36,8 @@ class Process:
     url: str
     process: subprocess.Popen[str]
     log: Path
+    # The metrics listener's (--metrics-port).
+    metrics_url: str
 
     def log_lines(self) -> list[dict[str, Any]]:
         lines = []
@@ -68,7 +70,7 @@ def graphiql_assets() -> Path:
 def served(
     cluster: Cluster, graphiql_assets: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Process]:
-    port = free_port()
+    port, metrics_port = free_ports(2)
     log = tmp_path_factory.mktemp("server") / "server.log"
     command = [
         sys.executable,
@@ -79,6 +81,8 @@ def served(
         str(cluster.server_kubeconfig),
         "--port",
         str(port),
+        "--metrics-port",
+        str(metrics_port),
         "--log-format",
         "json",
         "--graphiql-assets",
@@ -90,18 +94,17 @@ def served(
         process = subprocess.Popen(
             command, stdout=output, stderr=subprocess.STDOUT, text=True, cwd=REPO
         )
-    server = Process(f"http://127.0.0.1:{port}", process, log)
+    server = Process(f"http://127.0.0.1:{port}", process, log, f"http://127.0.0.1:{metrics_port}")
     try:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def ready() -> bool:
             assert process.poll() is None, log.read_text()
             try:
-                if httpx.get(server.url + "/readyz", timeout=5).status_code == 200:
-                    break
+                return httpx.get(server.url + "/readyz", timeout=30).status_code == 200
             except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+                return False
+
+        wait_until("the served process ready", ready, READY_SECONDS, 0.2, detail=log.read_text)
         yield server
     finally:
         process.terminate()
@@ -202,7 +205,7 @@ def test_graphiql_never_stores_the_token(served: Process, browser: Any, cluster:
     token = cluster.token("alice")
     page = browser.new_page()
     page.goto(served.url + "/graphql")
-    page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=30000)
+    page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=READY_SECONDS * 1000)
     page.evaluate(
         "() => document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror"
         ".setValue('query Me { viewer { username } }')"
@@ -220,7 +223,7 @@ def test_graphiql_never_stores_the_token(served: Process, browser: Any, cluster:
     page.click(".graphiql-execute-button")
     page.wait_for_function(
         "() => document.querySelector('.graphiql-response')?.innerText.includes('alice')",
-        timeout=30000,
+        timeout=READY_SECONDS * 1000,
     )
     page.wait_for_timeout(500)  # GraphiQL writes its state after the response
     stored = page.evaluate("() => Object.fromEntries(Object.entries(window.localStorage))")
@@ -254,7 +257,7 @@ def test_graphiql_runs_a_subscription_with_the_pages_token(
     page = browser.new_page()
     page.on("websocket", opened)
     page.goto(served.url + "/graphql")
-    page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=30000)
+    page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=READY_SECONDS * 1000)
     page.evaluate(
         "(text) => document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror"
         ".setValue(text)",
@@ -274,7 +277,7 @@ def test_graphiql_runs_a_subscription_with_the_pages_token(
     page.wait_for_function(
         "(name) => document.querySelector('.graphiql-response')?.innerText.includes(name)",
         arg=name,
-        timeout=30000,
+        timeout=READY_SECONDS * 1000,
     )
     response = page.evaluate("() => document.querySelector('.graphiql-response').innerText")
     page.close()
@@ -286,6 +289,15 @@ def test_graphiql_runs_a_subscription_with_the_pages_token(
     assert init[0]["payload"]["Authorization"] == f"Bearer {token}"
 
 
+def logged(served: Process, request_id: str) -> list[dict[str, Any]]:
+    """The access-log lines of `request_id`, once there is one (the line is written after the
+    response is sent)."""
+    return wait_until(
+        f"an access-log line for {request_id}",
+        lambda: [e for e in served.log_lines() if e.get("requestId") == request_id],
+    )
+
+
 def test_one_json_access_line_per_request_with_its_request_id(
     served: Process, cluster: Cluster
 ) -> None:
@@ -294,11 +306,11 @@ def test_one_json_access_line_per_request_with_its_request_id(
         served.url + "/graphql",
         json={"query": "query WhoAmI { viewer { username } }"},
         headers={"Authorization": f"Bearer {token}", "X-Request-Id": "trace-abc.123"},
+        timeout=30,
     )
     assert response.status_code == 200
     assert response.headers["x-request-id"] == "trace-abc.123"
-    time.sleep(0.3)
-    (line,) = [entry for entry in served.log_lines() if entry.get("requestId") == "trace-abc.123"]
+    (line,) = logged(served, "trace-abc.123")
     assert line["operationName"] == "WhoAmI"
     assert line["operationType"] == "query"
     assert line["outcome"] == "OK"
@@ -316,27 +328,28 @@ def test_a_request_id_is_generated_when_missing_or_unusable(
         served.url + "/graphql",
         json={"query": "{ viewer { username } }"},
         headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
     )
     forged = httpx.post(
         served.url + "/graphql",
         json={"query": "{ viewer { username } }"},
         headers={"Authorization": f"Bearer {token}", "X-Request-Id": 'x" injected=1 ' + "y" * 200},
+        timeout=30,
     )
     generated = {plain.headers["x-request-id"], forged.headers["x-request-id"]}
     assert all(len(rid) == 32 and rid.isalnum() for rid in generated)
     assert len(generated) == 2
-    refused = httpx.post(served.url + "/graphql", json={"query": "{ viewer { username } }"})
+    refused = httpx.post(
+        served.url + "/graphql", json={"query": "{ viewer { username } }"}, timeout=30
+    )
     assert refused.status_code == 401
-    time.sleep(0.3)
-    (line,) = [
-        e for e in served.log_lines() if e.get("requestId") == refused.headers["x-request-id"]
-    ]
+    (line,) = logged(served, refused.headers["x-request-id"])
     assert line["outcome"] == "UNAUTHENTICATED"
     assert line["username"] is None
 
 
 def _samples(served: Process) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(served.url + "/metrics").text
+    text = httpx.get(served.metrics_url + "/metrics", timeout=30).text
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)
@@ -345,6 +358,8 @@ def _samples(served: Process) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
 
 
 def test_metrics_parse_and_move_when_queries_run(served: Process, cluster: Cluster) -> None:
+    # `serve --metrics-port`: /metrics only there, a 404 on the API's port.
+    assert httpx.get(served.url + "/metrics").status_code == 404
     before = _samples(served)
     token = cluster.token("alice")
     for _ in range(3):
@@ -352,11 +367,13 @@ def test_metrics_parse_and_move_when_queries_run(served: Process, cluster: Clust
             served.url + "/graphql",
             json={"query": '{ workloads(first: 5, namespace: "team-a") { nodes { name } } }'},
             headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
         )
     httpx.post(
         served.url + "/graphql",
         json={"query": '{ workloads(first: 5, namespace: "team-b") { nodes { name } } }'},
         headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
     )
     after = _samples(served)
 

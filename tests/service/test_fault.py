@@ -28,6 +28,7 @@ import pytest
 from kueue_graphql.core.errors import ErrorCode
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
+from tests.waiting import READY_SECONDS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.disrupts_cluster]
 
@@ -146,9 +147,9 @@ async def test_api_server_stopped_and_resumed_mid_load(
                 )
                 await asyncio.sleep(max(0.0, STOP_SECONDS - (time.monotonic() - stopped_at)))
             resumed_at = time.monotonic()
-            ready_again = await wait_ready(server, 60)
+            ready_again = await wait_ready(server, READY_SECONDS)
             await asyncio.sleep(3)
-        assert ready_again, "/readyz did not answer 200 within 60 s of SIGCONT"
+        assert ready_again, f"/readyz did not answer 200 within {READY_SECONDS:g} s of SIGCONT"
 
         assert readyz is not None
         assert readyz[0] == 503, readyz

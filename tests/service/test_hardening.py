@@ -30,7 +30,7 @@ async def test_fragment_fan_out_is_refused_before_any_api_call(
     # is printed by benchmarks/query_bomb.py (tests assert no timings).
     token = "anything" if user == "anything" else cluster.token(user)
     response = await server.post(fan_out(levels), token=token)
-    body = assert_error(response, 200, "BAD_REQUEST", "too often")
+    body = assert_error(response, 200, "BAD_REQUEST", "too expensive to analyse")
     assert body["data"] is None
     assert body["extensions"]["apiCalls"] == 0
 

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -24,6 +25,7 @@ from kueue_graphql.kube.transport import build_api_client, close_api_client
 from kueue_graphql.lookups.store import ALL, ObjectStore
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server, server_in_mode
+from tests.waiting import SETTLE_SECONDS, async_wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -50,16 +52,23 @@ def service_queues(body: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {n["name"]: n["raw"]["metadata"].get("labels") or {} for n in nodes}
 
 
-async def converged(server: Server, cluster: Cluster, seconds: float = 10.0) -> float:
+async def converged(server: Server, cluster: Cluster, seconds: float = SETTLE_SECONDS) -> float:
     """Seconds until the service shows alice what kubectl shows her (fails after `seconds`)."""
     started = time.monotonic()
     expected = kubectl_queues(cluster)
-    while True:
-        body = await server.query(LOCAL_QUEUES, token=cluster.token("alice"))
-        if "errors" not in body and service_queues(body) == expected:
-            return time.monotonic() - started
-        assert time.monotonic() - started < seconds, (expected, body)
-        await asyncio.sleep(0.2)
+    answers: list[dict[str, Any]] = []
+
+    async def shows_it() -> bool:
+        answers[:] = [await server.query(LOCAL_QUEUES, token=cluster.token("alice"))]
+        return "errors" not in answers[0] and service_queues(answers[0]) == expected
+
+    await async_wait_until(
+        "the service showing alice what kubectl shows her",
+        shows_it,
+        seconds,
+        detail=lambda: f"{expected} != {answers}",
+    )
+    return time.monotonic() - started
 
 
 async def test_the_impersonate_identity_cannot_fill_a_cache(cluster: Cluster) -> None:
@@ -71,11 +80,12 @@ async def test_the_impersonate_identity_cannot_fill_a_cache(cluster: Cluster) ->
     assert refused.returncode != 0
     assert "forbidden" in refused.stderr.lower()
     async with running_server(cluster.server_kubeconfig, read_mode=ReadMode.CACHE) as server:
-        for _ in range(15):
+
+        async def says_why() -> httpx.Response | None:
             ready = await server.http.get("/readyz")
-            if "workloads.kueue.x-k8s.io" in ready.text:
-                break
-            await asyncio.sleep(0.2)
+            return ready if "workloads.kueue.x-k8s.io" in ready.text else None
+
+        ready = await async_wait_until("/readyz naming the Workloads' cache", says_why)
         assert ready.status_code == 503
         assert "the cache of workloads.kueue.x-k8s.io is not synced yet" in ready.text
         body = await server.query(
@@ -179,13 +189,14 @@ async def test_metrics_report_every_informer(cache_server: Server, cluster: Clus
     a change shows as an event and a newer resourceVersion."""
     resources = {"workloads", "localqueues", "clusterqueues", "cohorts", "resourceflavors"}
     resources |= {"admissionchecks", "workloadpriorityclasses", "topologies"}
-    for _ in range(100):  # each watch opens right after its list
-        metrics = cache_metrics((await cache_server.http.get("/metrics")).text)
-        if set(metrics.get("kueue_graphql_cache_watches_total", {})) == resources and all(
-            v >= 1 for v in metrics["kueue_graphql_cache_watches_total"].values()
-        ):
-            break
-        await asyncio.sleep(0.1)
+
+    async def every_watch_open() -> dict[str, dict[str, float]] | None:
+        # Each watch opens right after its list.
+        metrics = cache_metrics((await cache_server.metrics.get("/metrics")).text)
+        watches = metrics.get("kueue_graphql_cache_watches_total", {})
+        return metrics if set(watches) == resources and min(watches.values()) >= 1 else None
+
+    metrics = await async_wait_until("a watch of every cached kind", every_watch_open)
     assert set(metrics["kueue_graphql_cache_objects"]) == resources
     assert set(metrics["kueue_graphql_cache_synced"].values()) == {1.0}
     for kind in ("workloads", "localqueues", "clusterqueues"):
@@ -199,6 +210,7 @@ async def test_metrics_report_every_informer(cache_server: Server, cluster: Clus
     version = metrics["kueue_graphql_cache_resource_version"]["localqueues"]
     events = metrics["kueue_graphql_cache_watch_events_total"]["localqueues"]
     mark = uuid.uuid4().hex[:12]
+    labelled_at = time.monotonic()
     cluster.kubectl(
         "label", "localqueue", "lq-team-a", "-n", "team-a",
         f"kueue-graphql.example/mark={mark}", "--overwrite",
@@ -207,14 +219,18 @@ async def test_metrics_report_every_informer(cache_server: Server, cluster: Clus
     changed = cluster.kubectl("get", "localqueue", "lq-team-a", "-n", "team-a", "-o", "json")
     written = int(json.loads(changed.stdout)["metadata"]["resourceVersion"])
     try:
-        for _ in range(100):
-            after = cache_metrics((await cache_server.http.get("/metrics")).text)
-            if after["kueue_graphql_cache_resource_version"]["localqueues"] >= written:
-                break
-            await asyncio.sleep(0.1)
+
+        async def seen() -> dict[str, dict[str, float]] | None:
+            after = cache_metrics((await cache_server.metrics.get("/metrics")).text)
+            version_now = after["kueue_graphql_cache_resource_version"]["localqueues"]
+            return after if version_now >= written else None
+
+        after = await async_wait_until("the cache at the label's resourceVersion", seen)
         assert after["kueue_graphql_cache_resource_version"]["localqueues"] >= written > version
         assert after["kueue_graphql_cache_watch_events_total"]["localqueues"] > events
-        assert after["kueue_graphql_cache_last_event_age_seconds"]["localqueues"] < 10
+        # The last event is the label's (or later): no older than the time since labelling.
+        age = after["kueue_graphql_cache_last_event_age_seconds"]["localqueues"]
+        assert age <= time.monotonic() - labelled_at, age
     finally:
         cluster.kubectl(
             "label", "localqueue", "lq-team-a", "-n", "team-a", "kueue-graphql.example/mark-",
@@ -275,7 +291,7 @@ async def test_the_cache_converges_after_the_api_server_stops_and_resumes(
         "--overwrite",
     )
     try:
-        seconds = await converged(cache_server, cluster, seconds=10.0)
+        seconds = await converged(cache_server, cluster)
         print(
             f"during the stop: {outcomes.count('last-good')} last-good answers, "
             f"{outcomes.count('UNAVAILABLE')} UNAVAILABLE; converged {seconds:.2f} s after resume"
@@ -314,11 +330,14 @@ async def test_a_watch_from_a_version_too_old_is_gone_and_the_informer_lists_aga
         # The loop: Gone -> list again (a second complete list), then watch from its version.
         informer._resource_version = "1"
         informer.start()
-        for _ in range(100):
-            if informer.status.lists >= 2 and informer.status.watches >= 1:
-                break
+
+        async def listed_again() -> bool:
             assert store.count(ALL) == listed  # the previous complete state meanwhile
-            await asyncio.sleep(0.1)
+            return informer.status.lists >= 2 and informer.status.watches >= 1
+
+        await async_wait_until(
+            "the informer listing again, then watching", listed_again, interval=0.1
+        )
         assert informer.status.lists >= 2
         assert informer.status.gone >= 1
         assert informer.problem() is None

@@ -23,6 +23,8 @@ import pytest
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
+from tests.teardown import remove, remove_namespace
+from tests.waiting import SETTLE_SECONDS
 
 pytestmark = pytest.mark.cluster
 
@@ -126,12 +128,10 @@ def _apply(cluster: Cluster, objects: list[Any]) -> None:
 
 
 def _cleanup(cluster: Cluster) -> None:
-    cluster.kubectl("delete", "jobs", "-n", NS, "--all", "--wait=false", check=False)
-    cluster.kubectl("delete", "workloads", "-n", NS, "--all", "--wait=false", check=False)
-    cluster.kubectl("delete", "pods", "-n", NS, "--all", "--force", "--grace-period=0",
-                    "--ignore-not-found", check=False)  # fmt: skip
-    cluster.kubectl("delete", "clusterqueue", CQ, "--ignore-not-found", check=False, timeout=120)
-    cluster.kubectl("delete", "namespace", NS, "--wait=false", "--ignore-not-found", check=False)
+    """The namespace with its Jobs, Pods and Workloads, then the ClusterQueue, waited until
+    gone (the next module lists as if this one never ran)."""
+    remove_namespace(cluster, NS)
+    remove(cluster, "clusterqueue", CQ)
 
 
 def _condition(workload: dict[str, Any], kind: str) -> str | None:
@@ -145,7 +145,7 @@ def _finish_a_workload(cluster: Cluster) -> None:
     """Workload FINISHED admitted, then marked Finished as a job integration would (the status
     subresource, as admin), until the ClusterQueue reserves nothing again."""
     _apply(cluster, [FINISHED])
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + SETTLE_SECONDS
     while _condition(cluster.get_json("workload", "finished", "-n", NS), "QuotaReserved") != "True":
         assert time.monotonic() < deadline, "Kueue did not reserve quota for Workload finished"
         time.sleep(0.5)
@@ -156,7 +156,7 @@ def _finish_a_workload(cluster: Cluster) -> None:
         "patch", "workload", "finished", "-n", NS, "--subresource=status", "--type=json",
         "-p", json.dumps([{"op": "add", "path": "/status/conditions/-", "value": finished}]),
     )  # fmt: skip
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + SETTLE_SECONDS
     while _reserved_cpu(cluster.get_json("clusterqueue", CQ)):
         assert time.monotonic() < deadline, f"{CQ} still reserves the finished Workload's quota"
         time.sleep(0.5)
@@ -168,17 +168,13 @@ def _finish_a_workload(cluster: Cluster) -> None:
 @pytest.fixture(scope="module")
 def held(cluster: Cluster) -> Iterator[datetime]:
     """The setting; yields the holder Job's status.startTime."""
-    _cleanup(cluster)
-    deadline = time.monotonic() + 120
-    while cluster.kubectl("get", "namespace", NS, check=False).returncode == 0:
-        assert time.monotonic() < deadline, f"namespace {NS} of an earlier run is not gone"
-        time.sleep(1)
+    _cleanup(cluster)  # what an interrupted earlier run left
     try:
         _apply(cluster, _rbac())
         _apply(cluster, _queues())
         _finish_a_workload(cluster)
         _apply(cluster, [HOLDER])
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_SECONDS
         while not (cluster.get_json("job", "holder", "-n", NS).get("status") or {}).get(
             "startTime"
         ):
@@ -186,7 +182,7 @@ def held(cluster: Cluster) -> Iterator[datetime]:
             time.sleep(0.5)
         started = cluster.get_json("job", "holder", "-n", NS)["status"]["startTime"]
         _apply(cluster, [TARGET])
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_SECONDS
         vis = f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{NS}/localqueues/lq-start"
         while True:
             listed = cluster.kubectl("get", "--raw", f"{vis}/pendingworkloads", check=False)
@@ -196,7 +192,7 @@ def held(cluster: Cluster) -> Iterator[datetime]:
             time.sleep(0.5)
         # The ClusterQueue's status shows the holder's reservation a moment after Kueue admits
         # it (its status is written apart from the Workload's); the estimate reads it from there.
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_SECONDS
         while not _reserved_cpu(cluster.get_json("clusterqueue", CQ)):
             assert time.monotonic() < deadline, f"{CQ}'s status never showed the holder's quota"
             time.sleep(0.5)

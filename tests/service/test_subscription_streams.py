@@ -25,6 +25,8 @@ from kueue_graphql.http import ReadMode
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import PROTOCOL, Subscriber, subscriber
+from tests.teardown import remove, remove_pods
+from tests.waiting import SETTLE_SECONDS, async_wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
@@ -165,12 +167,13 @@ def scenario(cluster: Cluster) -> Iterator[None]:
     cluster.kubectl("delete", "job", "stream-job", "-n", "team-a", "--ignore-not-found")
     apply(cluster, SCENARIO)
     yield
+    # Each waited until gone: the next module sees team-a and the Nodes as before this one.
     for name in STREAM_WORKLOADS:
-        delete(cluster, "workload", name, "-n", "team-a")
-    delete(cluster, "job", "stream-job", "-n", "team-a", "--cascade=background")
-    force_delete_pods(cluster)
-    delete(cluster, "localqueue", "lq-stream", "-n", "team-a")
-    delete(cluster, "clusterqueue", "cq-stream")
+        remove(cluster, "workload", name, "-n", "team-a")
+    remove(cluster, "job", "stream-job", "-n", "team-a")
+    remove_pods(cluster, "team-a", "-l", "job-name=stream-job")
+    remove(cluster, "localqueue", "lq-stream", "-n", "team-a")
+    remove(cluster, "clusterqueue", "cq-stream")
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +184,12 @@ async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Se
         read_mode,
         token_cache_ttl_seconds=TTL_SECONDS,
         authz_cache_ttl_seconds=TTL_SECONDS,
-        live_limits=LiveLimits(recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE),
+        # The overflow is what ends a slow consumer's stream here: neither the send timeout
+        # nor uvicorn's keep-alive may close the connection first on a loaded machine.
+        live_limits=LiveLimits(
+            recheck_seconds=TTL_SECONDS, send_queue=SEND_QUEUE, send_timeout_seconds=3600
+        ),
+        ws_ping_interval_seconds=None,
     ) as started:
         yield started
 
@@ -282,7 +290,7 @@ async def test_cluster_queue_pushes_usage_changes(
     live_server: Server, cluster: Cluster, scenario: None
 ) -> None:
     # Earlier tests' Workloads are gone; Kueue's counts follow a moment later.
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SETTLE_SECONDS
     while cluster.get_json("clusterqueue", "cq-stream")["status"].get("admittedWorkloads"):
         assert time.monotonic() < deadline, "cq-stream still counts admitted Workloads"
         await asyncio.sleep(0.5)
@@ -397,8 +405,44 @@ class StallingClient:
             return await self.receive(seconds)
         return message
 
+    async def close_code(self, seconds: float = 60) -> tuple[int, str]:
+        """Reads (and drops) everything until the server's close frame: its code and reason."""
+        loop = asyncio.get_running_loop()
+        while self.protocol.close_rcvd is None:
+            data = await asyncio.wait_for(loop.sock_recv(self.sock, 2**16), seconds)
+            assert data, "the server dropped the connection without a close frame"
+            self.protocol.receive_data(data)
+            self.protocol.events_received()
+        return self.protocol.close_rcvd.code, self.protocol.close_rcvd.reason
+
     def close(self) -> None:
         self.sock.close()
+
+
+async def change_until_closed(cluster: Cluster, services: Any, most: int) -> int:
+    """Changes wl-stream-big (a ~240 KB annotation each time, pushed in full) until no
+    subscription is open or `most` changes were made; how many were made."""
+    patches = 0
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
+        while services.live.total and patches < most:
+            patches += 1
+            body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
+            patch.seek(0)
+            patch.truncate()
+            patch.write(json.dumps(body))
+            patch.flush()
+            cluster.kubectl(
+                "patch",
+                "workload",
+                "wl-stream-big",
+                "-n",
+                "team-a",
+                "--type=merge",
+                "--patch-file",
+                patch.name,
+            )
+            await asyncio.sleep(0.1)
+    return patches
 
 
 async def test_slow_consumer_ends_with_slow_consumer(
@@ -413,7 +457,7 @@ async def test_slow_consumer_ends_with_slow_consumer(
       workload(namespace: $ns, name: $name) { type workload { annotations } }
     }"""
     services = live_server.app.state.services
-    metrics_before = (await live_server.http.get("/metrics")).text
+    metrics_before = (await live_server.metrics.get("/metrics")).text
     ended_before = _metric(metrics_before, "kueue_graphql_subscriptions_ended_total", "SLOW")
     client = StallingClient(live_server.url)
     try:
@@ -428,26 +472,7 @@ async def test_slow_consumer_ends_with_slow_consumer(
         first = await client.receive()
         assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
         # The client stops reading; the Workload changes, each change pushed in full.
-        patches = 0
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as patch:
-            while services.live.total and patches < 60:
-                patches += 1
-                body = {"metadata": {"annotations": {"big": f"{patches:04d}" + "x" * 240_000}}}
-                patch.seek(0)
-                patch.truncate()
-                patch.write(json.dumps(body))
-                patch.flush()
-                cluster.kubectl(
-                    "patch",
-                    "workload",
-                    "wl-stream-big",
-                    "-n",
-                    "team-a",
-                    "--type=merge",
-                    "--patch-file",
-                    patch.name,
-                )
-                await asyncio.sleep(0.1)
+        patches = await change_until_closed(cluster, services, 60)
         assert services.live.total == 0, f"still open after {patches} changes"
         # The client reads again: what was on the wire, then the error, then complete.
         read = 0
@@ -468,9 +493,52 @@ async def test_slow_consumer_ends_with_slow_consumer(
         # Admitted in cq-stream: left behind, it would count in the other read mode's round of
         # this module (one shared scenario when the module runs alone).
         delete(cluster, "workload", "wl-stream-big", "-n", "team-a")
-    metrics_after = (await live_server.http.get("/metrics")).text
+    metrics_after = (await live_server.metrics.get("/metrics")).text
     ended_after = _metric(metrics_after, "kueue_graphql_subscriptions_ended_total", "SLOW")
     assert ended_after == ended_before + 1
+
+
+async def test_stalled_consumer_is_closed_with_slow_consumer_before_keep_alive(
+    cluster: Cluster, read_mode: ReadMode, scenario: None
+) -> None:
+    """Issue 22 N6: a client that stops reading while its send queue never fills (one big
+    message per change) was cut by uvicorn's keep-alive (1011, an abnormal close), its tasks
+    waiting on the socket for ever. Now, once the socket's buffers are full and sends have
+    waited --subscription-send-timeout, the connection is closed with 4008 SLOW_CONSUMER and
+    the subscription ends. The test waits for that condition (bounded), not for a duration."""
+    apply(cluster, workload_manifest("wl-stream-big"))
+    query = """
+    subscription($ns: String!, $name: String!) {
+      workload(namespace: $ns, name: $name) { type workload { annotations } }
+    }"""
+    limits = LiveLimits(send_queue=1000, send_timeout_seconds=2.0)
+    async with server_in_mode(cluster, read_mode, live_limits=limits) as stalled_server:
+        services = stalled_server.app.state.services
+        client = StallingClient(stalled_server.url)
+        try:
+            await client.open(cluster.token("alice"))
+            variables = {"ns": "team-a", "name": "wl-stream-big"}
+            await client.send(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {"query": query, "variables": variables},
+                }
+            )
+            first = await client.receive()
+            assert first["payload"]["data"]["workload"]["type"] == "INITIAL", first
+            # The client stops reading; each change is pushed in full (~240 KB) until the
+            # socket's buffers fill and the server gives up on the client.
+            patches = await change_until_closed(cluster, services, 80)
+            assert services.live.total == 0, f"still open after {patches} changes"
+            # Reading again: what was on the wire, then the close with the documented code.
+            code, reason = await client.close_code()
+            assert code == 4008, (code, reason)
+            assert reason.startswith("SLOW_CONSUMER"), reason
+            print(f"stalled consumer: closed 4008 after {patches} changes")
+        finally:
+            client.close()
+            delete(cluster, "workload", "wl-stream-big", "-n", "team-a")
 
 
 MULTIPART_ACCEPT = 'multipart/mixed;subscriptionSpec="1.0", application/json'
@@ -532,12 +600,12 @@ async def follow_label_change(
 
 
 async def all_closed(services: Any) -> None:
-    """Every subscription slot is free again (within 5 s)."""
-    for _ in range(50):
-        if services.live.total == 0:
-            break
-        await asyncio.sleep(0.1)
-    assert services.live.total == 0
+    """Every subscription slot is free again."""
+
+    async def free() -> bool:
+        return bool(services.live.total == 0)
+
+    await async_wait_until("every subscription slot free", free, interval=0.1)
 
 
 async def test_http_multipart_subscription(
@@ -589,7 +657,7 @@ async def test_subscription_metrics_without_user_labels(
     apply(cluster, workload_manifest("wl-stream-a"))
 
     async def metrics() -> str:
-        return (await live_server.http.get("/metrics")).text
+        return (await live_server.metrics.get("/metrics")).text
 
     before = await metrics()
     async with subscriber(live_server.url, cluster.token("alice")) as sub:
@@ -597,11 +665,12 @@ async def test_subscription_metrics_without_user_labels(
         assert (await next_data(sub, "workload"))["type"] == "INITIAL"
         during = await metrics()
         assert _metric(during, "kueue_graphql_subscriptions_open ", "") == 1
-    for _ in range(50):
-        after = await metrics()
-        if _metric(after, "kueue_graphql_subscriptions_open ", "") == 0:
-            break
-        await asyncio.sleep(0.1)
+
+    async def none_open() -> str | None:
+        scraped = await metrics()
+        return scraped if _metric(scraped, "kueue_graphql_subscriptions_open ", "") == 0 else None
+
+    after = await async_wait_until("subscriptions_open back to 0", none_open, interval=0.1)
     pushed = "kueue_graphql_subscription_messages_total"
     assert (
         _metric(after, pushed, 'field="workload"')
@@ -650,7 +719,7 @@ async def test_http_multipart_rejected_token_is_401_like_a_query(
     assert bogus not in refused.text
     assert live_server.app.state.services.live.total == 0
 
-    before = _token_reviews((await live_server.http.get("/metrics")).text)
+    before = _token_reviews((await live_server.metrics.get("/metrics")).text)
     for authorization in ("Basic YTpi", "Bearer", f"Bearer {bogus} {bogus}", "Token abc"):
         malformed = await live_server.http.post(
             "/graphql",
@@ -661,7 +730,7 @@ async def test_http_multipart_rejected_token_is_401_like_a_query(
         assert malformed.headers["www-authenticate"] == 'Bearer error="invalid_request"'
         codes = [e["extensions"]["code"] for e in malformed.json()["errors"]]
         assert codes == ["UNAUTHENTICATED"]
-    after = _token_reviews((await live_server.http.get("/metrics")).text)
+    after = _token_reviews((await live_server.metrics.get("/metrics")).text)
     assert after == before, "a malformed Authorization header cost a TokenReview"
 
     # A valid token still streams (the first message is what the head waited for).

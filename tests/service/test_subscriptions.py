@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,6 +22,8 @@ from kueue_graphql.http import ReadMode
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import Subscriber, subscriber
+from tests.teardown import remove, remove_pods
+from tests.waiting import SETTLE_SECONDS, async_wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -124,38 +126,22 @@ SCENARIO_OBJECTS = (
 )
 
 
-def _delete_scenario(cluster: Cluster, *, wait: bool) -> None:
-    # No kubelet: a deleted Pod stays Terminating until it is removed by force.
-    cluster.kubectl(
-        "delete",
-        "pods",
-        "-n",
-        "team-a",
-        "-l",
-        "job-name in (live-quota-held, live-heap-held)",
-        "--force",
-        "--grace-period=0",
-        "--ignore-not-found",
-        check=False,
-    )
+def _remove_scenario(cluster: Cluster) -> None:
+    """Every scenario object, waited until gone (the Jobs' Pods removed by force: there is no
+    kubelet), so that neither the next test run nor the next module finds any of it."""
     for args in SCENARIO_OBJECTS:
-        cluster.kubectl(
-            "delete",
-            *args,
-            "--ignore-not-found",
-            f"--wait={str(wait).lower()}",
-            "--cascade=foreground" if wait else "--cascade=background",
-            check=False,
-        )
+        remove(cluster, *args)
+        if args[0] == "job":
+            remove_pods(cluster, "team-a", "-l", f"job-name={args[1]}")
 
 
 @pytest.fixture(scope="module")
 def scenario(cluster: Cluster) -> Iterator[None]:
     # A fresh quota-held Job on its own 1-CPU ClusterQueue, whatever an earlier run left.
-    _delete_scenario(cluster, wait=True)
+    _remove_scenario(cluster)
     _apply(cluster, SCENARIO)
     yield
-    _delete_scenario(cluster, wait=False)
+    _remove_scenario(cluster)
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +179,7 @@ async def until_stage(sub: Subscriber, stage: str, seconds: float) -> dict[str, 
 
 
 def set_pod_running(cluster: Cluster, namespace: str, job: str) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + SETTLE_SECONDS
     while True:
         pods = cluster.get_json("pods", "-n", namespace, "-l", f"job-name={job}")["items"]
         bound = [
@@ -277,18 +263,15 @@ async def test_quota_raise_pushes_admitted_then_running(
                 ]
             ),
         )
-        changed = time.monotonic()
-        admitted = await until_stage(sub, "ADMITTED_PODS_PENDING", 10)
-        assert time.monotonic() - changed < 10
+        # Pushed once Kueue admits (how soon is `make bench-subs`' change -> push figure).
+        admitted = await until_stage(sub, "ADMITTED_PODS_PENDING", SETTLE_SECONDS)
         workload = cluster.get_json("workloads", "-n", "team-a", user="alice")["items"]
         ours = [w for w in workload if w["metadata"]["name"] == admitted["workload"]["name"]]
         conditions = {c["type"]: c["status"] for c in ours[0]["status"]["conditions"]}
         assert conditions.get("Admitted") == "True", conditions
 
         set_pod_running(cluster, "team-a", "live-quota-held")
-        changed = time.monotonic()
-        await until_stage(sub, "RUNNING", 10)
-        assert time.monotonic() - changed < 10
+        await until_stage(sub, "RUNNING", SETTLE_SECONDS)
 
 
 @pytest.mark.both_read_modes
@@ -324,16 +307,25 @@ async def test_rolebinding_removed_mid_stream_ends_it(
         assert "errors" not in first["payload"], first
         cluster.kubectl("delete", "rolebinding", "live-watcher-tenant-reader", "-n", "team-a")
         revoked = time.monotonic()
+        # Nothing the stream watches changes: only the re-check (every TTL_SECONDS here, then
+        # the authorization cache's TTL) ends it, on an idle machine within ~2 x 3 s. The bound
+        # leaves room for a loaded machine, yet is below the default re-check interval, which
+        # the test server must not be using.
+        bound = 0.8 * LiveLimits().recheck_seconds
         while True:
-            message = await next_message(sub, 3 * TTL_SECONDS + 5)
+            try:
+                message = await next_message(sub, max(0.1, bound - (time.monotonic() - revoked)))
+            except TimeoutError:
+                raise AssertionError(
+                    f"the stream went on {bound:g} s after the revocation"
+                ) from None
             if message["type"] == "next" and "errors" not in message["payload"]:
                 continue  # a change pushed before the revocation was seen
             break
         elapsed = time.monotonic() - revoked
         codes = [e["extensions"]["code"] for e in message["payload"]["errors"]]
         assert codes == ["FORBIDDEN"], message
-        # Re-check interval + authorization cache TTL, plus a recompute.
-        assert elapsed < 2 * TTL_SECONDS + 3, elapsed
+        print(f"ended {elapsed:.1f} s after the RoleBinding was deleted")
 
 
 async def test_connection_without_valid_token_is_refused(live_server: Server) -> None:
@@ -365,8 +357,7 @@ async def test_per_connection_cap(live_server: Server, cluster: Cluster, scenari
         assert refused["id"] == "4"
         assert [e["extensions"]["code"] for e in refused["payload"]["errors"]] == ["BAD_REQUEST"]
     # Closing the client freed its slots.
-    await asyncio.sleep(0.5)
-    assert live_server.app.state.services.live.total == 0
+    await async_wait_until("the closed client's slots free", slots_free(live_server), interval=0.1)
 
 
 async def test_tasks_freed_when_clients_close(
@@ -398,11 +389,15 @@ async def test_tasks_freed_when_clients_close(
         # before it are not counted, whatever they do meanwhile).
         return sorted(str(t.get_coro()) for t in asyncio.all_tasks() - before if not t.done())
 
-    for _ in range(150):
-        if not leftover():
-            break
-        await asyncio.sleep(0.1)
-    assert not leftover(), leftover()
+    async def none_left() -> bool:
+        return not leftover()
+
+    await async_wait_until(
+        "the closed subscriptions' tasks done",
+        none_left,
+        interval=0.1,
+        detail=lambda: "\n".join(leftover()),
+    )
     assert live_server.app.state.services.live.total == 0
 
 
@@ -416,6 +411,13 @@ def await_chain(task: asyncio.Task[Any]) -> str:
             steps.append(f"{frame.f_code.co_name}:{frame.f_lineno}")
         awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
     return " > ".join(steps) or str(task.get_coro())
+
+
+def slots_free(server: Server) -> Callable[[], Awaitable[bool]]:
+    async def free() -> bool:
+        return bool(server.app.state.services.live.total == 0)
+
+    return free
 
 
 def _open_fds() -> int:
@@ -497,11 +499,16 @@ async def test_fds_and_tasks_return_to_baseline_after_many_close(
             now = _open_fds() - _pooled_connections(services.kube)
             return now - _pooled_connections(watch_kube) - before_fds
 
-        for _ in range(150):
+        async def released() -> bool:
             in_use = _in_use_connections(watch_kube) - informer_watches
-            if not leftover_tasks() and extra_fds() <= 0 and in_use <= 0:
-                break
-            await asyncio.sleep(0.1)
+            return not leftover_tasks() and extra_fds() <= 0 and in_use <= 0
+
+        await async_wait_until(
+            "tasks, fds and watch connections of the closed subscriptions released",
+            released,
+            interval=0.1,
+            detail=lambda: f"{extra_fds()} extra fds; tasks:\n" + "\n".join(leftover_tasks()),
+        )
         gc.collect()
     never_awaited = [str(w.message) for w in caught if "never awaited" in str(w.message)]
     assert not never_awaited, never_awaited
@@ -512,7 +519,7 @@ async def test_fds_and_tasks_return_to_baseline_after_many_close(
 
 
 def _workload_of(cluster: Cluster, namespace: str, job: str) -> str:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         for item in cluster.get_json("workloads", "-n", namespace)["items"]:
             owners = item["metadata"].get("ownerReferences") or []
@@ -537,6 +544,40 @@ def _grown(before: collections.Counter[str], after: collections.Counter[str]) ->
     diff = after.copy()
     diff.subtract(before)
     return ", ".join(f"{name} {count:+d}" for name, count in diff.most_common(12) if count > 0)
+
+
+# Made for one request or one subscription message, never kept by a server at rest: once the
+# server is quiescent, none is left. (A pooled API connection opened under a subscription's
+# context used to keep that context, its RequestReads, DataLoaders, cached answers and meter,
+# alive for the connection's lifetime: the round-2 growth this test once saw.)
+PER_REQUEST_TYPES = ("RequestContext", "ApiServerReader", "DataLoader", "ApiCallMeter")
+
+
+def _per_request_objects() -> collections.Counter[str]:
+    gc.collect()
+    alive = collections.Counter(type(o).__qualname__ for o in gc.get_objects())
+    return collections.Counter({name: alive[name] for name in PER_REQUEST_TYPES if alive[name]})
+
+
+async def _quiescent(server: Server, round_tasks: set[asyncio.Task[Any]]) -> None:
+    """Until the server is at rest after a round: no subscription open, no task the round
+    started still running, no API connection in use (but the informers' watches). Work still
+    in flight ends within the bound."""
+    services = server.app.state.services
+    informer_watches = 0 if services.cache is None else len(services.cache.informers)
+    state: dict[str, Any] = {}
+
+    async def at_rest() -> bool:
+        state["open"] = services.live.total
+        state["tasks"] = sorted(
+            await_chain(t) for t in asyncio.all_tasks() - round_tasks if not t.done()
+        )
+        state["reads in use"] = _in_use_connections(services.kube)
+        state["watches in use"] = _in_use_connections(services.watch_kube) - informer_watches
+        in_use = state["reads in use"] > 0 or state["watches in use"] > 0
+        return not (state["open"] or state["tasks"] or in_use)
+
+    await async_wait_until("the server at rest after the round", at_rest, detail=lambda: f"{state}")
 
 
 # Per subscription of a round: a leak of what one subscription holds (its context, loaders,
@@ -600,16 +641,15 @@ async def test_python_heap_flat_over_rounds_of_open_and_close(
                 "label", "job", "live-heap-held", "-n", "team-a", f"heap={flip}", "--overwrite"
             )
             await asyncio.sleep(1)
-        for _ in range(150):
-            if services.live.total == 0 and not [
-                t for t in asyncio.all_tasks() - before if not t.done()
-            ]:
-                break
-            await asyncio.sleep(0.1)
-        assert services.live.total == 0
+        # Counted only once the server is at rest: what is in flight is not a leak.
+        await _quiescent(live_server, before)
         # Let the TokenReview / authorization cache entries of this round expire, so every
-        # round ends with the same cache contents (re-filled by the next round).
+        # round ends with the same cache contents (re-filled by the next round). The timers of
+        # the closed subscriptions' re-check waits (TTL_SECONDS) are past by then too.
         await asyncio.sleep(TTL_SECONDS + 0.5)
+        # At rest, nothing of a request is left, though the pools keep their connections.
+        left = _per_request_objects()
+        assert not left, f"per-request objects outlived round {flip}: {left}"
 
     async def settled() -> tuple[int, int, collections.Counter[str]]:
         # A closed connection's objects go once its socket's closing handshake is done, a

@@ -35,6 +35,8 @@ from kueue_graphql.graph.whatif import WHAT_IF_QUERY
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
+from tests.teardown import remove, remove_namespace
+from tests.waiting import SETTLE_SECONDS
 
 pytestmark = pytest.mark.cluster
 
@@ -43,7 +45,7 @@ LABEL_KEY = "kueue-graphql.example/test"
 LABEL = f"{LABEL_KEY}=whatif-oracle"
 TEST_LABELS = {LABEL_KEY: "whatif-oracle"}
 IMAGE = "registry.invalid/kueue-graphql/sleep:never-pulled"
-DECISION_SECONDS = 45
+DECISION_SECONDS = SETTLE_SECONDS
 
 
 # -- the objects this test makes --------------------------------------------------------------
@@ -509,7 +511,7 @@ def _reservations(cluster: Cluster) -> dict[str, Any]:
 async def _settle(cluster: Cluster, baseline: dict[str, Any]) -> None:
     """Until no Workload of this namespace is left and every ClusterQueue reserves what it did
     before this test: then the ClusterQueues' status is the state Kueue's scheduler holds."""
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         left = cluster.get_json("workloads", "-n", NS)["items"]
         if not left and _reservations(cluster) == baseline:
@@ -523,22 +525,17 @@ async def _settle(cluster: Cluster, baseline: dict[str, Any]) -> None:
 
 
 def _cleanup(cluster: Cluster) -> None:
-    _remove_jobs(cluster)
-    cluster.kubectl("delete", "workloads", "-n", NS, "--all", "--wait=false", check=False)
-    cluster.kubectl("delete", "localqueues", "-n", NS, "--all", "--wait=false", check=False)
-    cluster.kubectl("delete", "clusterqueues", "-l", LABEL, check=False, timeout=120)
-    cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+    """The namespace with its Jobs, Pods, Workloads and LocalQueues, then this test's
+    ClusterQueues, waited until gone."""
+    remove_namespace(cluster, NS)
+    remove(cluster, "clusterqueues", "-l", LABEL)
 
 
 @pytest.fixture(scope="module")
 def oracle_setting(cluster: Cluster) -> Iterator[list[dict[str, Any]]]:
     """This test's namespace, its ClusterQueues, and a LocalQueue there for every ClusterQueue.
     Yields every ClusterQueue as admin lists them."""
-    _cleanup(cluster)
-    deadline = time.monotonic() + 120
-    while cluster.kubectl("get", "namespace", NS, check=False).returncode == 0:
-        assert time.monotonic() < deadline, f"namespace {NS} from an earlier run is not gone"
-        time.sleep(1)
+    _cleanup(cluster)  # what an interrupted earlier run left
     try:
         _apply(cluster, _namespace_objects() + OWN_CLUSTER_QUEUES)
         cqs = cluster.get_json("clusterqueues")["items"]
@@ -547,7 +544,7 @@ def oracle_setting(cluster: Cluster) -> Iterator[list[dict[str, Any]]]:
         ]
         queues.append(_local_queue("lq-oracle-stopped", "oracle-wait-2cpu", stopPolicy="Hold"))
         _apply(cluster, queues)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + SETTLE_SECONDS
         while time.monotonic() < deadline:
             own = [
                 c
@@ -599,7 +596,7 @@ async def _kueue_borrows(
     """Whether the admitted probe borrows: its ClusterQueue's status, once it counts the
     probe, shows more quota borrowed than `before` (just before the probe was submitted)."""
     before_count = baseline[cq_name][0]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         cq = cluster.get_json("clusterqueue", cq_name)
         status = cq.get("status") or {}
@@ -689,7 +686,7 @@ async def _run(server: Server, cluster: Cluster, case: Case, cqs: dict[str, dict
 
 async def _wait_status_caught_up(cluster: Cluster, admitted: int) -> None:
     """The setup Jobs' quota shows in their ClusterQueues' status (what whatIf reads)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + SETTLE_SECONDS
     while time.monotonic() < deadline:
         held = sum(
             1

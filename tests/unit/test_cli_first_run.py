@@ -109,6 +109,26 @@ def test_why_without_a_kubeconfig(tmp_path: Path) -> None:
     assert line.startswith("kueue-graphql why: no kubeconfig")
 
 
+@pytest.mark.parametrize(
+    ("flags", "named", "reason"),
+    [
+        (["--cpu", "1e4300"], "--cpu: '1e4300'", "outside -64..64"),
+        (["--memory", "1e-1000000"], "--memory: '1e-1000000'", "outside -64..64"),
+        (["--request", "nvidia.com/gpu=" + "1" * 5000], "--request nvidia.com/gpu", "longer than"),
+        (["--cpu", "1.5.0"], "--cpu: '1.5.0' is not a Kubernetes quantity", "e.g. 500m"),
+    ],
+)
+def test_fits_refuses_a_quantity_before_any_call(
+    tmp_path: Path, flags: list[str], named: str, reason: str
+) -> None:
+    # The server's own parser (issue 22, W1/W2): one line naming the flag, exit 2, before the
+    # kubeconfig's (unreachable) API server is tried.
+    config = kubeconfig(tmp_path / "config")
+    line = one_line_refusal(run("fits", "lq", "--kubeconfig", str(config), *flags, home=tmp_path))
+    assert line.startswith(f"kueue-graphql fits: {named}"), line
+    assert reason in line
+
+
 def test_version(tmp_path: Path) -> None:
     result = run("--version", home=tmp_path)
     assert result.returncode == 0

@@ -6,25 +6,11 @@ GraphiQL first.
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 from graphql import parse, validate
 
 from kueue_graphql.graph.schema import build_schema
-
-REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-GRAPHQL_BLOCK = re.compile(r"```graphql\n(.*?)```", re.DOTALL)
-
-
-def examples() -> list[tuple[str, str]]:
-    found = []
-    for document in DOCUMENTS:
-        for index, block in enumerate(GRAPHQL_BLOCK.findall(document.read_text())):
-            found.append((f"{document.relative_to(REPO)}#{index + 1}", block))
-    return found
+from tests.legit_queries import docs_queries as examples
 
 
 def test_the_docs_have_graphql_examples() -> None:

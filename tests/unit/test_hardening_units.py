@@ -10,7 +10,7 @@ from kueue_graphql.auth import bearer_token
 from kueue_graphql.cli import _parser, main, settings_from
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.http.access_log import REDACTED, RedactQueryTokens, redact_path
-from kueue_graphql.http.app import json_depth
+from kueue_graphql.http.json_input import json_depth
 
 
 @pytest.mark.parametrize(

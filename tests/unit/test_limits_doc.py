@@ -20,6 +20,7 @@ NOT_LIMITS = {
     "graphiql",
     "graphiql_assets",
     "cors_allow_origins",
+    "token_audiences",
     "quota_disclosure",
     "read_mode",
     "cache_gc_freeze",

@@ -1,0 +1,103 @@
+"""The ported data itself (no cluster): every case cites a real Go test, names stay per case."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.kueue_port.cases import GO_MODULE, Case, load_cases
+from tests.kueue_port.runner import Observed, unmet
+
+CASES = load_cases()
+
+
+@functools.cache
+def go_module_dir() -> Path | None:
+    """The Kueue module in the Go module cache, if this machine has it."""
+    try:
+        out = subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = Path(out) / GO_MODULE
+    return path if path.is_dir() else None
+
+
+def test_at_least_forty_cases_across_the_three_files() -> None:
+    assert len(CASES) >= 40
+    assert {c.go_file.rsplit("/", 1)[-1] for c in CASES} == {
+        "scheduler_test.go",
+        "preemption_test.go",
+        "fair_sharing_test.go",
+    }
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case_cites_a_go_test_that_exists(case: Case) -> None:
+    module = go_module_dir()
+    if module is None:
+        pytest.skip(f"{GO_MODULE} is not in the Go module cache")
+    source = (module / case.go_file).read_text()
+    # The containers' texts come before the It text, in this order, in the Go file.
+    position = 0
+    for text in case.go_path:
+        found = source.find(f'"{text}"', position)
+        assert found >= 0, f"{text!r} not found after offset {position} in {case.go_file}"
+        position = found
+
+
+def test_materialize_prefixes_names_and_rewrites_references() -> None:
+    case = next(c for c in CASES if c.id == "s-long-distance")
+    objects = {(m["kind"], m["metadata"]["name"]): m for m in case.materialized_objects()}
+    prefix = case.prefix()
+    cq = objects[("ClusterQueue", prefix + "cq")]
+    assert cq["spec"]["cohortName"] == prefix + "left"
+    assert cq["spec"]["resourceGroups"][0]["flavors"][0]["name"] == prefix + "on-demand"
+    assert objects[("Cohort", prefix + "left")]["spec"]["parentName"] == prefix + "root"
+    lq = objects[("LocalQueue", "queue")]
+    assert lq["spec"]["clusterQueue"] == prefix + "cq"
+    assert lq["metadata"]["namespace"] == prefix + "ns"
+    assert ("Namespace", prefix + "ns") in objects
+
+
+def test_no_two_cases_share_a_cluster_scoped_name() -> None:
+    seen: dict[tuple[str, str], str] = {}
+    for case in CASES:
+        for manifest in case.materialized_objects():
+            if "namespace" in manifest["metadata"]:
+                continue
+            key = (manifest["kind"], manifest["metadata"]["name"])
+            assert key not in seen, f"{key} in {case.id} and {seen[key]}"
+            seen[key] = case.id
+
+
+def test_unmet_reports_what_differs() -> None:
+    case = next(c for c in CASES if c.id == "s-taints")
+    expect = case.steps[0].expect
+    assert expect is not None
+    key = case.workload_key("on-demand-wl1")
+    admitted = {
+        "metadata": {"name": key[1]},
+        "status": {
+            "conditions": [
+                {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+                {"type": "Admitted", "status": "True", "reason": "Admitted"},
+            ],
+            "admission": {
+                "clusterQueue": case.name("ClusterQueue", "cluster-queue"),
+                "podSetAssignments": [
+                    {"name": "main", "flavors": {"cpu": case.name("ResourceFlavor", "on-demand")}}
+                ],
+            },
+        },
+    }
+    assert unmet(case, expect, Observed({key: admitted}, {}, {})) == []
+    admitted["status"]["admission"]["podSetAssignments"][0]["flavors"]["cpu"] = "elsewhere"  # type: ignore[index]
+    missing = unmet(case, expect, Observed({key: admitted}, {}, {}))
+    assert len(missing) == 1
+    assert "wanted flavors" in missing[0]
+    assert unmet(case, expect, Observed({}, {}, {})) == ["on-demand-wl1: Workload absent"]
