@@ -60,8 +60,6 @@ SERVER_SERVICE_ACCOUNT = ("kueue-graphql", "kueue-graphql")
 # The same service in `serve --read-mode cache`: it also may get/list/watch the Kueue kinds.
 CACHE_SERVER_SERVICE_ACCOUNT = ("kueue-graphql", "kueue-graphql-cache")
 
-# Only the webhooks Kueue serves with the integrations it is configured with.
-_SERVED_WEBHOOK_PATHS = ("kueue-x-k8s-io", "batch-v1-job", *integrations.KUEUE_WEBHOOK_PATHS)
 # CRDs whose conversion webhook Kueue serves (config/components/crd/patches/webhook_in_*).
 _CONVERTED_CRDS = ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
 
@@ -357,7 +355,14 @@ def _cert_credentials(pair: pki.CertPair) -> dict[str, str]:
     }
 
 
-def _webhook_configurations(kueue_dir: Path, webhook_port: int, ca_pem: bytes) -> list[Any]:
+def _webhook_configurations(
+    kueue_dir: Path,
+    webhook_port: int,
+    ca_pem: bytes,
+    selection: tuple[integrations.Controller, ...],
+) -> list[Any]:
+    """Only the webhooks Kueue serves with the integrations it is configured with."""
+    served = integrations.kueue_webhook_paths(selection)
     source = kueue_dir / "config" / "components" / "webhook" / "manifests.yaml"
     documents = [d for d in yaml.safe_load_all(source.read_text()) if d]
     ca_bundle = base64.b64encode(ca_pem).decode()
@@ -366,13 +371,14 @@ def _webhook_configurations(kueue_dir: Path, webhook_port: int, ca_pem: bytes) -
         kept = []
         for hook in document.get("webhooks", []):
             path = hook["clientConfig"]["service"]["path"]
-            if not any(marker in path for marker in _SERVED_WEBHOOK_PATHS):
+            if not any(marker in path for marker in served):
                 continue
             hook["clientConfig"] = {
                 "url": f"https://127.0.0.1:{webhook_port}{path}",
                 "caBundle": ca_bundle,
             }
-            integrations.scope_kueue_webhook(hook)
+            if selection:
+                integrations.scope_kueue_webhook(hook)
             kept.append(hook)
         document["metadata"]["name"] = "kueue-" + document["metadata"]["name"]
         document["webhooks"] = kept
@@ -413,6 +419,14 @@ def _kueue_module_dir(progress: Progress) -> Path:
     return directory
 
 
+def selected_integrations() -> tuple[integrations.Controller, ...]:
+    """The controllers KUEUE_GRAPHQL_INTEGRATIONS switches on (none by default)."""
+    try:
+        return integrations.selected(os.environ.get(integrations.SWITCH))
+    except ValueError as error:
+        raise ClusterError(str(error)) from None
+
+
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in obj.get("status", {}).get("conditions", []) or []}
 
@@ -423,6 +437,7 @@ class _Starter:
         self.progress = progress
         self.launcher = _Launcher(state_dir, tie_to_parent)
         self.cluster = Cluster(state_dir)
+        self.integrations = selected_integrations()
 
     def run(self) -> Cluster:
         progress = self.progress
@@ -431,8 +446,9 @@ class _Starter:
         progress.step(f"building (or reusing) Kueue {build.KUEUE_VERSION}")
         kueue_bin = build.ensure_built(build.KUEUE, progress)
         kueue_dir = _kueue_module_dir(progress)
-        progress.step("building (or reusing) the controllers of Kueue's other integrations")
-        controller_bins = integrations.ensure_built(progress)
+        if self.integrations:
+            progress.step("building (or reusing) the controllers of Kueue's other integrations")
+        controller_bins = integrations.ensure_built(self.integrations, progress)
 
         bin_dir = self.state / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
@@ -454,7 +470,7 @@ class _Starter:
                 "kueue-metrics",
                 "kueue-health",
                 "kueue-visibility",
-                *integrations.port_names(),
+                *integrations.port_names(self.integrations),
             )
         }
         (self.state / "ports.json").write_text(json.dumps(ports, indent=1))
@@ -617,9 +633,11 @@ class _Starter:
                 f"--root-ca-file={ca.pair.cert}",
                 "--controllers=job-controller,serviceaccount-controller,"
                 "garbage-collector-controller,namespace-controller,"
-                "root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,"
-                # Deployment -> ReplicaSet -> Pods, LeaderWorkerSet -> StatefulSet -> Pods.
-                "deployment-controller,replicaset-controller,statefulset-controller",
+                "root-ca-certificate-publisher-controller,clusterrole-aggregation-controller"
+                + "".join(
+                    f",{name}"
+                    for name in integrations.controller_manager_controllers(self.integrations)
+                ),
             ],
         )
         self.launcher.start(
@@ -635,7 +653,11 @@ class _Starter:
             ],
         )
 
-        launches = self._install_integrations(controller_bins, ports, ca)
+        launches = (
+            self._install_integrations(controller_bins, ports, ca, apiserver)
+            if self.integrations
+            else []
+        )
 
         progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
         crds = _crds(kueue_dir, ports["kueue-webhook"], ca.pem)
@@ -643,7 +665,8 @@ class _Starter:
         self._wait_crds_established([crd["metadata"]["name"] for crd in crds], apiserver)
         self._apply_file(MANIFESTS / "10-tenancy.yaml")
         self._apply_documents(
-            "kueue-webhooks", _webhook_configurations(kueue_dir, ports["kueue-webhook"], ca.pem)
+            "kueue-webhooks",
+            _webhook_configurations(kueue_dir, ports["kueue-webhook"], ca.pem, self.integrations),
         )
 
         progress.step("starting the Kueue manager")
@@ -664,7 +687,7 @@ class _Starter:
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "clientConnection": {"qps": 50, "burst": 100},
-                    **integrations.kueue_configuration(),
+                    **integrations.kueue_configuration(self.integrations),
                     "visibilityServer": {
                         "bindAddress": "127.0.0.1",
                         "bindPort": ports["kueue-visibility"],
@@ -704,7 +727,8 @@ class _Starter:
             kueue,
         )
 
-        self._start_integrations(launches)
+        if launches:
+            self._start_integrations(launches)
 
         progress.step(
             "registering Kueue's visibility API (APIService -> ExternalName -> 127.0.0.1)"
@@ -772,7 +796,8 @@ class _Starter:
             f"{namespace}:{name}",
             {"token": token},
         )
-        self._wait_integrations(launches)
+        if launches:
+            self._wait_integrations(launches)
         progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
         return self.cluster
 
@@ -831,25 +856,24 @@ class _Starter:
     # -- the controllers of Kueue's other integrations (tests/cluster/integrations.py) --------
 
     def _install_integrations(
-        self, binaries: dict[str, Path], ports: dict[str, int], ca: pki.CertificateAuthority
+        self,
+        binaries: dict[str, Path],
+        ports: dict[str, int],
+        ca: pki.CertificateAuthority,
+        apiserver: subprocess.Popen[bytes],
     ) -> list[integrations.Launch]:
-        """CRDs and webhooks of JobSet, LWS, KubeRay and the Trainer, from their modules."""
+        """CRDs and webhooks of the switched-on controllers, from their modules."""
         self.progress.step(
-            "installing the CRDs and webhooks of JobSet, LeaderWorkerSet, KubeRay and the Trainer"
+            "installing the CRDs and webhooks of "
+            + ", ".join(c.name for c in self.integrations)
+            + f" ({integrations.SWITCH})"
         )
-        module_dirs = {c.name: integrations.module_dir(c) for c in integrations.CONTROLLERS}
+        module_dirs = {c.name: integrations.module_dir(c) for c in self.integrations}
         crd_files = integrations.crd_files(module_dirs)
         self._apply_files(crd_files)
-        names = [integrations.crd_name(path) for path in crd_files]
-        _wait(
-            "the integrations' CRDs to be Established",
-            lambda: integrations.crds_established(self.cluster.get_json("crd", *names)),
-            120,
-            self.progress,
-            self.launcher.logs / "kube-apiserver.log",
-        )
+        self._wait_crds_established([integrations.crd_name(path) for path in crd_files], apiserver)
         webhooks = []
-        for controller in integrations.CONTROLLERS:
+        for controller in self.integrations:
             port = ports.get(f"{controller.name}-webhook")
             if port is not None:
                 webhooks += integrations.webhook_documents(
@@ -865,7 +889,9 @@ class _Starter:
         for name, binary in binaries.items():
             links[name] = self.state / "bin" / name
             links[name].symlink_to(binary)
-        return integrations.prepare(self.state, links, ports, ca, write_kubeconfig)
+        return integrations.prepare(
+            self.state, links, ports, ca, write_kubeconfig, self.integrations
+        )
 
     def _start_integrations(self, launches: list[integrations.Launch]) -> None:
         self.progress.step(
@@ -1412,7 +1438,7 @@ def main(argv: list[str] | None = None) -> int:
         progress = Progress()
         build.ensure_built(build.KUBE, progress)
         build.ensure_built(build.KUEUE, progress)
-        integrations.ensure_built(progress)
+        integrations.ensure_built(selected_integrations(), progress)
         for tool in build.TOOLS:
             build.ensure_built(tool, progress)
         return 0

@@ -7,8 +7,11 @@ loopback ports, webhooks on a free loopback port with a serving certificate from
 registered as `url: https://127.0.0.1:<port>/<path>`. Their CRDs and webhook configurations are read
 from the same modules' config directories, so they always match the controller that serves them.
 
-Kueue's side lives here too: the frameworks it manages (`KUEUE_FRAMEWORKS`), the webhooks it then
-serves (`KUEUE_WEBHOOK_PATHS`) and the opt-in of namespaces for the Pod-based integrations (`pod`,
+All of it is opt-in (`SWITCH`, KUEUE_GRAPHQL_INTEGRATIONS): switched off (the default), the control
+plane is batch/Job only and nothing here is built, installed or started.
+
+Kueue's side lives here too: the frameworks it manages (`kueue_frameworks`), the webhooks it then
+serves (`kueue_webhook_paths`) and the opt-in of namespaces for the Pod-based integrations (`pod`,
 `deployment`, `statefulset`): only namespaces labelled `MANAGED_NAMESPACE_LABEL=true` have their
 Pods, Deployments and StatefulSets managed (the namespaceSelector of those Kueue webhooks), so the
 batch/Job scenarios' Pods never meet the pod integration.
@@ -51,28 +54,20 @@ KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR = {
     ]
 }
 
-# Kueue's `integrations.frameworks` (names as apis/config/v1beta2 lists them).
-KUEUE_FRAMEWORKS = (
-    "batch/job",
-    "jobset.x-k8s.io/jobset",
-    "trainer.kubeflow.org/trainjob",
-    "ray.io/rayjob",
-    "ray.io/raycluster",
-    "leaderworkerset.x-k8s.io/leaderworkerset",
-    "pod",
-    "deployment",
-    "statefulset",
-)
-# Path markers of the Kueue webhooks those frameworks add (its webhook/manifests.yaml).
-KUEUE_WEBHOOK_PATHS = (
-    "jobset-x-k8s-io-v1alpha2-jobset",
-    "trainer-kubeflow-org-v1alpha1-trainjob",
-    "ray-io-v1-rayjob",
-    "ray-io-v1-raycluster",
-    "leaderworkerset-x-k8s-io-v1-leaderworkerset",
-    "--v1-pod",
-    "apps-v1-deployment",
-    "apps-v1-statefulset",
+# Kueue's `integrations.frameworks` (names as apis/config/v1beta2 lists them) and the path markers
+# of the webhooks Kueue serves for them (its webhook/manifests.yaml): batch/Job always; each
+# switched-on controller adds its own kinds (`Controller.frameworks`); the Pod-based integrations
+# are on whenever any controller is (LeaderWorkerSet's runs through them).
+BASE_FRAMEWORKS = ("batch/job",)
+BASE_WEBHOOK_PATHS = ("kueue-x-k8s-io", "batch-v1-job")
+POD_BASED_FRAMEWORKS = ("pod", "deployment", "statefulset")
+POD_BASED_WEBHOOK_PATHS = ("--v1-pod", "apps-v1-deployment", "apps-v1-statefulset")
+# The kube-controller-manager controllers added when any controller is switched on: Deployment ->
+# ReplicaSet -> Pods, LeaderWorkerSet -> StatefulSet -> Pods.
+CONTROLLER_MANAGER_CONTROLLERS = (
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
 )
 # Kueue's webhooks for the Pod-based integrations; its kustomization gives them a namespaceSelector
 # (it excludes kube-system and kueue-system); here they get the opt-in selector instead.
@@ -97,6 +92,9 @@ class Controller:
     # Directory holding the webhook manifests.yaml and the kustomization that patches it; None when
     # the controller runs without webhooks (said why in `note`).
     webhook_dir: str | None
+    # Kueue's frameworks for the controller's kinds, and the path markers of their Kueue webhooks.
+    frameworks: tuple[str, ...]
+    kueue_webhook_paths: tuple[str, ...]
     note: str = ""
 
     @property
@@ -111,14 +109,26 @@ CONTROLLERS = (
         "sigs.k8s.io/jobset",
         "config/components/crd/bases",
         "config/components/webhook",
+        ("jobset.x-k8s.io/jobset",),
+        ("jobset-x-k8s-io-v1alpha2-jobset",),
     ),
-    Controller("lws", build.LWS, "sigs.k8s.io/lws", "config/crd/bases", "config/webhook"),
+    Controller(
+        "lws",
+        build.LWS,
+        "sigs.k8s.io/lws",
+        "config/crd/bases",
+        "config/webhook",
+        ("leaderworkerset.x-k8s.io/leaderworkerset",),
+        ("leaderworkerset-x-k8s-io-v1-leaderworkerset",),
+    ),
     Controller(
         "kuberay",
         build.KUBERAY,
         "github.com/ray-project/kuberay/ray-operator",
         "config/crd/bases",
         None,
+        ("ray.io/rayjob", "ray.io/raycluster"),
+        ("ray-io-v1-rayjob", "ray-io-v1-raycluster"),
         note=(
             "no webhooks, as in KubeRay's default install (config/default): its only webhook, "
             "RayCluster validation, is opt-in (ENABLE_WEBHOOKS=true) and its webhook server has "
@@ -131,8 +141,32 @@ CONTROLLERS = (
         "github.com/kubeflow/trainer/v2",
         "manifests/base/crds",
         "manifests/base/webhook",
+        ("trainer.kubeflow.org/trainjob",),
+        ("trainer-kubeflow-org-v1alpha1-trainjob",),
     ),
 )
+
+# The opt-in switch: unset, empty or "none" -> no controller (the control plane is batch/Job
+# only); "all" -> every controller; else a comma list of controller names.
+SWITCH = "KUEUE_GRAPHQL_INTEGRATIONS"
+
+
+def selected(value: str | None) -> tuple[Controller, ...]:
+    """The controllers the switch's `value` names; ValueError naming the accepted values."""
+    text = (value or "").strip()
+    if text in ("", "none"):
+        return ()
+    if text == "all":
+        return CONTROLLERS
+    names = [name.strip() for name in text.split(",")]
+    known = [c.name for c in CONTROLLERS]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(
+            f"{SWITCH}={value!r}: unknown {', '.join(repr(n) for n in unknown)}; accepted: unset, "
+            f"empty or 'none' (off), 'all', or a comma list of {', '.join(known)}"
+        )
+    return tuple(c for c in CONTROLLERS if c.name in names)
 
 
 # The controllers whose processes are started. LeaderWorkerSet, KubeRay and the Trainer are defined
@@ -145,22 +179,23 @@ CONTROLLERS = (
 STARTED = ("jobset",)
 
 
-def started() -> tuple[Controller, ...]:
-    return tuple(c for c in CONTROLLERS if c.name in STARTED)
+def started(selection: tuple[Controller, ...]) -> tuple[Controller, ...]:
+    """The switched-on controllers whose processes are started."""
+    return tuple(c for c in selection if c.name in STARTED)
 
 
-def port_names() -> tuple[str, ...]:
+def port_names(selection: tuple[Controller, ...]) -> tuple[str, ...]:
     names: list[str] = []
-    for controller in started():
+    for controller in started(selection):
         names += [f"{controller.name}-metrics", f"{controller.name}-health"]
         if controller.webhook_dir:
             names.append(f"{controller.name}-webhook")
     return tuple(names)
 
 
-def ensure_built(progress: Progress) -> dict[str, Path]:
+def ensure_built(selection: tuple[Controller, ...], progress: Progress) -> dict[str, Path]:
     """Each started controller's binary, built (cached) like the other binaries."""
-    return {c.name: build.ensure_built(c.program, progress) / c.binary for c in started()}
+    return {c.name: build.ensure_built(c.program, progress) / c.binary for c in started(selection)}
 
 
 def module_dir(controller: Controller) -> Path:
@@ -191,10 +226,13 @@ def module_dir(controller: Controller) -> Path:
 
 
 def crd_files(module_dirs: dict[str, Path]) -> list[Path]:
-    """The CRD files of every controller, as its module ships them (no conversion webhooks: each
-    upstream install leaves `conversion` unset, and JobSet's and LWS's only version needs none)."""
+    """The CRD files of each controller of `module_dirs`, as its module ships them (no conversion
+    webhooks: each upstream install leaves `conversion` unset, and JobSet's and LWS's only version
+    needs none)."""
     files: list[Path] = []
     for controller in CONTROLLERS:
+        if controller.name not in module_dirs:
+            continue
         directory = module_dirs[controller.name] / controller.crd_dir
         files += sorted(p for p in directory.glob("*.yaml") if p.name != "kustomization.yaml")
     return files
@@ -204,17 +242,6 @@ def crd_name(path: Path) -> str:
     """`<group>_<plural>.yaml` (controller-gen's file naming) -> `<plural>.<group>`."""
     group, plural = path.stem.split("_", 1)
     return f"{plural}.{group}"
-
-
-def crds_established(crds: dict[str, Any]) -> bool:
-    """Every CRD of a `kubectl get crd ... -o json` answer is Established."""
-    return all(
-        any(
-            c.get("type") == "Established" and c.get("status") == "True"
-            for c in (crd.get("status") or {}).get("conditions") or []
-        )
-        for crd in crds.get("items", [])
-    )
 
 
 def _pointer_parts(pointer: str) -> list[str]:
@@ -276,18 +303,42 @@ def webhook_documents(controller: Controller, module: Path, port: int, ca_pem: b
     return documents
 
 
+def controller_manager_controllers(selection: tuple[Controller, ...]) -> tuple[str, ...]:
+    """The kube-controller-manager controllers added to the base set (none when off)."""
+    return CONTROLLER_MANAGER_CONTROLLERS if selection else ()
+
+
+def kueue_frameworks(selection: tuple[Controller, ...]) -> tuple[str, ...]:
+    if not selection:
+        return BASE_FRAMEWORKS
+    own = tuple(f for c in selection for f in c.frameworks)
+    return (*BASE_FRAMEWORKS, *own, *POD_BASED_FRAMEWORKS)
+
+
+def kueue_webhook_paths(selection: tuple[Controller, ...]) -> tuple[str, ...]:
+    """Path markers of the Kueue webhooks served with the frameworks of `selection`."""
+    if not selection:
+        return BASE_WEBHOOK_PATHS
+    own = tuple(p for c in selection for p in c.kueue_webhook_paths)
+    return (*BASE_WEBHOOK_PATHS, *own, *POD_BASED_WEBHOOK_PATHS)
+
+
 def scope_kueue_webhook(hook: dict[str, Any]) -> None:
     """Kueue's Pod, Deployment and StatefulSet webhooks see opted-in namespaces only."""
     if hook.get("name") in _KUEUE_POD_BASED_WEBHOOKS:
         hook["namespaceSelector"] = copy.deepcopy(MANAGED_NAMESPACE_SELECTOR)
 
 
-def kueue_configuration() -> dict[str, Any]:
-    """The part of Kueue's Configuration that enables these integrations."""
-    return {
-        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
-        "managedJobsNamespaceSelector": copy.deepcopy(KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR),
+def kueue_configuration(selection: tuple[Controller, ...]) -> dict[str, Any]:
+    """The part of Kueue's Configuration that names its integrations (batch/Job alone when off)."""
+    configuration: dict[str, Any] = {
+        "integrations": {"frameworks": list(kueue_frameworks(selection))}
     }
+    if selection:
+        configuration["managedJobsNamespaceSelector"] = copy.deepcopy(
+            KUEUE_MANAGED_JOBS_NAMESPACE_SELECTOR
+        )
+    return configuration
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,10 +366,11 @@ def prepare(
     ports: dict[str, int],
     ca: pki.CertificateAuthority,
     write_kubeconfig: Callable[[Path, str, pki.CertPair], None],
+    selection: tuple[Controller, ...],
 ) -> list[Launch]:
-    """Certificates, kubeconfigs and config files of every controller; the command lines."""
+    """Certificates, kubeconfigs and config files of each started controller; the command lines."""
     launches = []
-    for controller in started():
+    for controller in started(selection):
         name = controller.name
         directory = state_dir / name
         certs = directory / "certs"

@@ -9,21 +9,36 @@ LeaderWorkerSet -> StatefulSets -> Pods. The flavor's node labels match no Node,
 stays Pending and takes nothing from the scenarios' Nodes. A namespace without the opt-in label
 shows that the Pod integration leaves its Pods alone. Everything is removed when the module ends
 (waited, bounded).
+
+Opt-in: skipped as a whole unless KUEUE_GRAPHQL_INTEGRATIONS switches controllers on (e.g.
+`KUEUE_GRAPHQL_INTEGRATIONS=jobset`), and a kind's test is skipped where its controller is not
+switched on. The control plane must have been started with the same setting.
 """
 
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from tests.cluster.driver import Cluster
-from tests.cluster.integrations import CONTROLLERS, MANAGED_NAMESPACE_LABEL, STARTED
+from tests.cluster.driver import Cluster, selected_integrations
+from tests.cluster.integrations import CONTROLLERS, MANAGED_NAMESPACE_LABEL, SWITCH, started
+from tests.waiting import wait_until
+
+# Opt-in, like the controllers it checks: the control plane the session fixture starts (or reuses)
+# has them only when the switch names them.
+SELECTED = selected_integrations()
+if not SELECTED:
+    pytest.skip(
+        f"the integrations' controllers are off: set {SWITCH} (e.g. {SWITCH}=jobset or all) "
+        "and start the control plane with it",
+        allow_module_level=True,
+    )
+STARTED = tuple(c.name for c in started(SELECTED))
 
 pytestmark = pytest.mark.cluster
 
@@ -36,20 +51,6 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 WAIT_SECONDS = 120
 IMAGE = "registry.k8s.io/pause:3.10"
 REQUESTS = {"cpu": "100m", "memory": "64Mi"}
-
-T = TypeVar("T")
-
-
-def _until(what: str, probe: Callable[[], T | None], timeout: float = WAIT_SECONDS) -> T:
-    """Poll until `probe` returns something truthy; fail with `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def _apply(cluster: Cluster, path: Path, objects: list[dict[str, Any]]) -> None:
@@ -89,10 +90,16 @@ def _admitted_workload(cluster: Cluster, kind: str, name: str) -> dict[str, Any]
                 return workload
         return None
 
-    workload = _until(f"an admitted Workload owned by {kind} {NAMESPACE}/{name}", admitted)
+    workload = wait_until(f"an admitted Workload owned by {kind} {NAMESPACE}/{name}", admitted)
     assert workload["spec"]["queueName"] == QUEUE
     assert workload["status"]["admission"]["clusterQueue"] == CLUSTER_QUEUE
     return workload
+
+
+def _require(name: str) -> None:
+    """Skip a kind's test where its controller is not switched on (its CRDs are not installed)."""
+    if name not in {c.name for c in SELECTED}:
+        pytest.skip(f"{name} is not switched on ({SWITCH})")
 
 
 def _controller_runs(name: str) -> bool:
@@ -222,12 +229,12 @@ def smoke(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     directory = tmp_path_factory.mktemp("integrations")
     try:
         _apply(cluster, directory / "setup.json", _setup_objects())
-        _until(
+        wait_until(
             f"ClusterQueue {CLUSTER_QUEUE} Active",
             lambda: _condition_true(cluster.get_json("clusterqueue", CLUSTER_QUEUE), "Active"),
         )
         for namespace in (NAMESPACE, UNMANAGED_NAMESPACE):
-            _until(
+            wait_until(
                 f"ServiceAccount default in {namespace}",
                 lambda ns=namespace: cluster.kubectl(  # type: ignore[misc]
                     "get", "serviceaccount", "default", "-n", ns, check=False
@@ -277,6 +284,7 @@ def _clean_up(cluster: Cluster) -> None:
 def test_jobset_is_admitted_and_its_controller_creates_jobs_and_pods(
     cluster: Cluster, smoke: Path
 ) -> None:
+    _require("jobset")
     replicated = {
         "name": "workers",
         "replicas": 2,
@@ -289,7 +297,7 @@ def test_jobset_is_admitted_and_its_controller_creates_jobs_and_pods(
 
     workload = _admitted_workload(cluster, "JobSet", "smoke-jobset")
     assert [(p["name"], p["count"]) for p in workload["spec"]["podSets"]] == [("workers", 2)]
-    jobs = _until(
+    jobs = wait_until(
         "the JobSet controller's two child Jobs",
         lambda: (
             found
@@ -299,7 +307,7 @@ def test_jobset_is_admitted_and_its_controller_creates_jobs_and_pods(
     )
     for job in jobs:
         name = job["metadata"]["name"]
-        _until(
+        wait_until(
             f"a Pod of child Job {name}",
             lambda name=name: _items(cluster, "pods", "-l", f"job-name={name}"),  # type: ignore[misc]
         )
@@ -309,6 +317,7 @@ def test_jobset_is_admitted_and_its_controller_creates_jobs_and_pods(
 def test_trainjob_is_admitted_and_the_trainer_creates_its_jobset(
     cluster: Cluster, smoke: Path
 ) -> None:
+    _require("trainer")
     trainjob = _queued(
         "TrainJob",
         "trainer.kubeflow.org/v1alpha1",
@@ -325,8 +334,8 @@ def test_trainjob_is_admitted_and_the_trainer_creates_its_jobset(
         found = _owned_by(_items(cluster, "jobsets"), "TrainJob", "smoke-trainjob")
         return found if found and found[0]["spec"].get("suspend") is False else None
 
-    jobset = _until("the Trainer's JobSet for smoke-trainjob, unsuspended", running_jobset)[0]
-    _until(
+    jobset = wait_until("the Trainer's JobSet for smoke-trainjob, unsuspended", running_jobset)[0]
+    wait_until(
         "the JobSet controller's Jobs for the TrainJob's JobSet",
         lambda: _owned_by(_items(cluster, "jobs"), "JobSet", jobset["metadata"]["name"]),
     )
@@ -335,6 +344,7 @@ def test_trainjob_is_admitted_and_the_trainer_creates_its_jobset(
 def test_rayjob_is_admitted_and_kuberay_creates_its_raycluster(
     cluster: Cluster, smoke: Path
 ) -> None:
+    _require("kuberay")
     rayjob = _queued(
         "RayJob",
         "ray.io/v1",
@@ -353,20 +363,21 @@ def test_rayjob_is_admitted_and_kuberay_creates_its_raycluster(
     assert pod_sets == {"head": 1, "workers": 1, "submitter": 1}
     if not _controller_runs("kuberay"):
         return
-    _until(
+    wait_until(
         "KubeRay's RayCluster for smoke-rayjob",
         lambda: _owned_by(_items(cluster, "rayclusters"), "RayJob", "smoke-rayjob"),
     )
 
 
 def test_raycluster_is_admitted_and_kuberay_creates_its_pods(cluster: Cluster, smoke: Path) -> None:
+    _require("kuberay")
     raycluster = _queued("RayCluster", "ray.io/v1", "smoke-raycluster", _ray_cluster_spec())
     _apply(cluster, smoke / "raycluster.json", [raycluster])
 
     _admitted_workload(cluster, "RayCluster", "smoke-raycluster")
     if not _controller_runs("kuberay"):
         return
-    pods = _until(
+    pods = wait_until(
         "KubeRay's head and worker Pods of smoke-raycluster",
         lambda: (
             found
@@ -382,6 +393,7 @@ def test_raycluster_is_admitted_and_kuberay_creates_its_pods(cluster: Cluster, s
 def test_leaderworkerset_is_admitted_and_its_controller_creates_statefulsets(
     cluster: Cluster, smoke: Path
 ) -> None:
+    _require("lws")
     lws = _queued(
         "LeaderWorkerSet",
         "leaderworkerset.x-k8s.io/v1",
@@ -400,19 +412,19 @@ def test_leaderworkerset_is_admitted_and_its_controller_creates_statefulsets(
     if not _controller_runs("lws"):
         return
     selector = "leaderworkerset.sigs.k8s.io/name=smoke-lws"
-    statefulsets = _until(
+    statefulsets = wait_until(
         "the LWS controller's leader and worker StatefulSets",
         lambda: (
             found if len(found := _items(cluster, "statefulsets", "-l", selector)) == 2 else None
         ),
     )
     assert sorted(s["metadata"]["name"] for s in statefulsets) == ["smoke-lws", "smoke-lws-0"]
-    pods = _until(
+    pods = wait_until(
         "the StatefulSets' leader and worker Pods",
         lambda: (found if len(found := _items(cluster, "pods", "-l", selector)) == 2 else None),
     )
     # Admitted: Kueue has lifted its scheduling gate from every Pod of the group.
-    _until(
+    wait_until(
         "Kueue to ungate the LWS Pods",
         lambda: all(
             not p["spec"].get("schedulingGates") for p in _items(cluster, "pods", "-l", selector)
@@ -442,6 +454,7 @@ def test_pod_integration_manages_opted_in_namespaces_only(cluster: Cluster, smok
 def test_controller_runs(cluster: Cluster, name: str) -> None:
     """A started controller answers readyz on its loopback health port; the others show up as
     skipped in the run's summary (their children were not checked above)."""
+    _require(name)
     if not _controller_runs(name):
         pytest.skip(f"{name} is not started (tests/cluster/integrations.py, STARTED)")
     port = json.loads((cluster.state_dir / "ports.json").read_text())[f"{name}-health"]
