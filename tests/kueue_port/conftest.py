@@ -30,6 +30,13 @@ def missing_config(case: Case, config: dict[str, Any]) -> list[str]:
     return [key for key in case.requires_config if key not in config]
 
 
+def skip_unless_configured(case: Case, cluster: Cluster) -> None:
+    """Skip a test of a case whose Kueue Configuration this control plane lacks."""
+    missing = missing_config(case, kueue_config(cluster))
+    if missing:
+        pytest.skip(f"needs Kueue Configuration {missing} (the Go suite's), not set here")
+
+
 def selected_cases(session: pytest.Session) -> list[Case]:
     """The cases this run selected in either module (so `-k <case id>` runs only that case)."""
     ids = set()

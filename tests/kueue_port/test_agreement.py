@@ -14,7 +14,7 @@ import yaml
 from tests.cluster.driver import Cluster
 from tests.kueue_port.agreement import DISAGREEMENTS
 from tests.kueue_port.cases import Case
-from tests.kueue_port.conftest import CASES, PortRun, kueue_config, missing_config
+from tests.kueue_port.conftest import CASES, PortRun, skip_unless_configured
 
 pytestmark = pytest.mark.cluster
 
@@ -35,9 +35,7 @@ def test_the_disagreement_list_names_only_ported_cases() -> None:
 def test_whatif_and_diagnose_agree_with_kueue(
     case: Case, cluster: Cluster, port_run: PortRun
 ) -> None:
-    missing = missing_config(case, kueue_config(cluster))
-    if missing:
-        pytest.skip(f"needs Kueue Configuration {missing} (the Go suite's), not set here")
+    skip_unless_configured(case, cluster)
     result = port_run.results[case.id]
     record = port_run.agreement[case.id]
     report = "\n".join(

@@ -10,7 +10,7 @@ import pytest
 
 from tests.cluster.driver import Cluster
 from tests.kueue_port.cases import Case
-from tests.kueue_port.conftest import CASES, PortRun, kueue_config, missing_config
+from tests.kueue_port.conftest import CASES, PortRun, skip_unless_configured
 
 pytestmark = pytest.mark.cluster
 
@@ -19,9 +19,7 @@ pytestmark = pytest.mark.cluster
 def test_kueue_reaches_the_go_tests_expectation(
     case: Case, cluster: Cluster, port_run: PortRun
 ) -> None:
-    missing = missing_config(case, kueue_config(cluster))
-    if missing:
-        pytest.skip(f"needs Kueue Configuration {missing} (the Go suite's), not set here")
+    skip_unless_configured(case, cluster)
     result = port_run.results[case.id]
     report = "\n".join([case.go_test, *result.log, *result.failures])
     cleanup = [f for f in result.failures if f.startswith("cleanup")]
