@@ -609,8 +609,12 @@ def classify(case: Case, step: Step | None, wl: Manifest, differs: list[str]) ->
         return STALE
     if "doesn't match ClusterQueue selector" in text:
         return "other: whatIf ignores the ClusterQueue's namespaceSelector"
-    if "is inactive" in text:
+    if text.startswith("verdict") and "is inactive" in text:
         return "other: whatIf does not see the ClusterQueue inactive (deleted, finalizer holds)"
+    if text.startswith("blocking {'kind': 'ResourceFlavor'"):
+        return (
+            "other: blocking names the missing ResourceFlavor that makes the ClusterQueue inactive"
+        )
     if any(s.get("queueingStrategy") == "StrictFIFO" for s in cqs) and (
         "no condition" in text or "queue position" in text or "stage" in text
     ):

@@ -19,16 +19,28 @@ from tests.kueue_port.conftest import CASES, PortRun, skip_unless_configured
 pytestmark = pytest.mark.cluster
 
 KNOWN: dict[str, str] = yaml.safe_load(DISAGREEMENTS.read_text()) or {}
+# Seen both agreeing and not on the same code in consecutive runs: the answer depends on when it
+# is asked. Not strict (a flip is no fix); a fix must make them agree every time and drop them.
+TIMING_DEPENDENT = {
+    "s-order-flavor-last": "diagnose's blocking object is the missing ResourceFlavor or the "
+    "inactive ClusterQueue depending on when it is asked",
+    "s-cohort-zero-request": "whatIf says a request of 0 borrows, or not, depending on when the "
+    "ClusterQueue status it reads was written",
+}
 
 
 def _param(case: Case) -> object:
-    reason = KNOWN.get(case.id)
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    marks = []
+    if case.id in TIMING_DEPENDENT:
+        reason = f"timing-dependent: {TIMING_DEPENDENT[case.id]}"
+        marks = [pytest.mark.xfail(strict=False, reason=reason)]
+    elif case.id in KNOWN:
+        marks = [pytest.mark.xfail(strict=True, reason=KNOWN[case.id])]
     return pytest.param(case, id=case.id, marks=marks)
 
 
-def test_the_disagreement_list_names_only_ported_cases() -> None:
-    assert set(KNOWN) <= {c.id for c in CASES}
+def test_the_disagreement_lists_name_only_ported_cases() -> None:
+    assert set(KNOWN) | set(TIMING_DEPENDENT) <= {c.id for c in CASES}
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])
