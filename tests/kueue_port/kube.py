@@ -30,6 +30,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "WorkloadPriorityClass": (KUEUE, "workloadpriorityclasses", False),
     "LocalQueue": (KUEUE, "localqueues", True),
     "Workload": (KUEUE, "workloads", True),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
 }
 
 
@@ -106,6 +107,13 @@ class Kube:
             self._call("GET", path(kind, namespace=namespace)), f"list {kind}"
         )["items"]
         return items
+
+    def get_path(self, url: str) -> dict[str, Any] | None:
+        """GET any API path (e.g. Kueue's visibility API); None when it is not found."""
+        response = self._call("GET", url)
+        if response.status_code == 404:
+            return None
+        return self._ok(response, f"get {url}")
 
     def kueue_metrics(self) -> str:
         """Kueue's Prometheus metrics text (same token; the serving cert is from the cluster CA)."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from tests.kueue_port.cases import Case, Expectation, Step, WorkloadExpectation
 from tests.kueue_port.kube import Kube, KubeError
@@ -34,6 +34,19 @@ class CaseResult:
     @property
     def passed(self) -> bool:
         return not self.failures
+
+
+class StepObserver(Protocol):
+    """Called by `run_case` around the steps (e.g. to ask kueue-graphql what it predicts)."""
+
+    def started(self, case: Case) -> None:
+        """The case's namespaces and objects exist; no step has run."""
+
+    def before_act(self, case: Case, index: int, step: Step) -> None:
+        """Just before step `index` (1-based) acts."""
+
+    def after_expect(self, case: Case, index: int, step: Step) -> None:
+        """Step `index` acted and its expectation (if any) holds."""
 
 
 # -- observing --------------------------------------------------------------------------------
@@ -536,20 +549,27 @@ def run_case(
     case: Case,
     deadline: float = EXPECT_DEADLINE_SECONDS,
     wait_for_namespaces: bool = True,
+    observer: StepObserver | None = None,
 ) -> CaseResult:
     result = CaseResult(case)
     start = time.monotonic()
     try:
         for obj in case.materialized_objects():
             kube.create(obj)
+        if observer is not None:
+            observer.started(case)
         for index, step in enumerate(case.steps, 1):
             label = f"step {index} ({step.name})" if step.name else f"step {index}"
+            if observer is not None:
+                observer.before_act(case, index, step)
             act(kube, case, step)
             if step.expect is not None:
                 missing = expect_state(kube, case, step.expect, deadline)
                 if missing:
                     result.failures.extend(f"{label}: {m}" for m in missing)
                     break
+            if observer is not None:
+                observer.after_expect(case, index, step)
             result.log.append(f"{label}: ok at {time.monotonic() - start:.1f}s")
     except (KubeError, TimeoutError) as err:
         result.failures.append(f"{type(err).__name__}: {err}")
