@@ -39,8 +39,8 @@ from tests.cluster.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
-# KUEUE_GRAPHQL_CLUSTER_DIR runs a second, independent control plane beside the default one.
-DEFAULT_STATE_DIR = Path(os.environ.get("KUEUE_GRAPHQL_CLUSTER_DIR", REPO / ".cluster"))
+# KGQL_CLUSTER_DIR runs a second, independent control plane beside the default one.
+DEFAULT_STATE_DIR = Path(os.environ.get("KGQL_CLUSTER_DIR", REPO / ".cluster"))
 
 # name -> groups. admin's token is in system:masters like its client certificate.
 USERS: dict[str, tuple[str, ...]] = {
