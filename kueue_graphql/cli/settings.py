@@ -112,7 +112,7 @@ class Setting:
             )
 
         if not text.strip():
-            raise refuse("is empty: set a value, or unset it for the default")
+            raise refuse("is empty: give a value, or leave it out for the default")
         if self.kind is Kind.SWITCH:
             word = text.strip().lower()
             if word not in TRUE_WORDS + FALSE_WORDS:
@@ -240,7 +240,8 @@ SERVE: tuple[Setting, ...] = (
         Kind.LIST,
         (),
         "a browser origin (https://host[:port]) allowed to call /graphql; repeatable "
-        "(env: comma-separated, replaced by any flag); none by default",
+        "(env: comma-separated, replaced by any flag); none by default. CORS allows the "
+        "Authorization and Content-Type headers, exposes X-Request-Id, sends no credentials",
         metavar="ORIGIN",
     ),
     _count("--max-body-bytes", 65536, "largest request body accepted (larger: 413)"),
@@ -248,12 +249,13 @@ SERVE: tuple[Setting, ...] = (
     _count(
         "--max-cost",
         50000,
-        "highest estimated cost of one query (fields x the `first` of the lists around them)",
+        "highest estimated cost of one query (fields x the `first` of the lists around them); "
+        "over it: BAD_REQUEST before any API call",
     ),
     _count(
         "--max-concurrent-requests",
         100,
-        "requests served at once; more get 503 UNAVAILABLE with Retry-After",
+        "requests served at once; more get 503 UNAVAILABLE with Retry-After (/healthz exempt)",
     ),
     _seconds(
         "--header-timeout",
