@@ -164,7 +164,9 @@ def _parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser
         "now, 3 must wait, 4 never fits, 5 queue inactive or unknown, 1 error, 2 bad usage.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    fits.add_argument("local_queue", metavar="LOCALQUEUE")
+    fits.add_argument(
+        "local_queue", metavar="LOCALQUEUE", help="the LocalQueue the Pods would be submitted to"
+    )
     fits.add_argument(
         "-n", "--namespace", default=None, help="namespace (default: the context's, else default)"
     )
