@@ -48,6 +48,18 @@ class ReplaceDefaultList(argparse.Action):
         setattr(namespace, self.dest, [*given, values])
 
 
+class SettingsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults in --help, except a secret's (a token from the environment is never echoed)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.dest in SECRET_DESTS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+SECRET_DESTS = frozenset(setting.dest for setting in SERVE + REMOTE if setting.secret)
+
+
 def _flag_type(setting: Setting) -> Any:
     def parse(text: str) -> Any:
         try:
@@ -116,7 +128,7 @@ def _parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser
         description="Run the GraphQL server. Every flag can also be set by an environment "
         "variable KUEUE_GRAPHQL_<FLAG> (e.g. KUEUE_GRAPHQL_PORT=9090); a flag wins. A switch's "
         "variable takes true/false, 1/0, yes/no or on/off.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=SettingsHelpFormatter,
     )
     for setting in SERVE:
         add_setting(serve, setting, environ)
@@ -134,7 +146,7 @@ def _parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser
         description="Diagnose a Job (or another owner kind, or a Workload) with the identity of "
         "your kubeconfig, as the `diagnose` GraphQL field does. Targets as kubectl takes them: "
         "`-n team-a job/NAME`, `-n team-a NAME`, `team-a/NAME`, `workload/NAME`.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=SettingsHelpFormatter,
     )
     why.add_argument("target", help="[KIND/]NAME with -n, or NAMESPACE/NAME")
     why.add_argument(
@@ -162,7 +174,7 @@ def _parser(environ: Mapping[str, str] | None = None) -> argparse.ArgumentParser
         description="Kueue's flavor assignment and verdict for Pods not submitted yet, as the "
         "`whatIf` GraphQL field answers it (sbatch --test-only for Kueue). Exit status: 0 fits "
         "now, 3 must wait, 4 never fits, 5 queue inactive or unknown, 1 error, 2 bad usage.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=SettingsHelpFormatter,
     )
     fits.add_argument(
         "local_queue", metavar="LOCALQUEUE", help="the LocalQueue the Pods would be submitted to"

@@ -69,6 +69,8 @@ class Setting:
     why: str = ""
     # Read when neither the flag nor its own variable is set (KUBECONFIG).
     fallback_env: str | None = None
+    # A credential: its value is never shown (no default in --help).
+    secret: bool = False
 
     @property
     def env(self) -> str:
@@ -411,7 +413,7 @@ REMOTE: tuple[Setting, ...] = (
         "URL of a running kueue-graphql (e.g. https://kueue-graphql.example): ask it over HTTP "
         "instead of reading with the kubeconfig here",
     ),
-    Setting("--token", Kind.TEXT, None, "with --server: the bearer token to send"),
+    Setting("--token", Kind.TEXT, None, "with --server: the bearer token to send", secret=True),
 )
 
 SETTINGS: tuple[Setting, ...] = SERVE + REMOTE

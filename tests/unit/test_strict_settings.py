@@ -112,3 +112,14 @@ def test_every_default_is_accepted_by_its_own_setting() -> None:
     for setting in SERVE:
         if setting.default not in (None, ()) and not isinstance(setting.default, bool):
             assert setting.parse(str(setting.default), setting.flag) == setting.default
+
+
+def test_a_token_from_the_environment_is_not_shown_in_help(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUEUE_GRAPHQL_TOKEN", "s3cret-token")
+    for command in ("why", "fits"):
+        assert main([command, "--help"]) == 0
+        shown = capsys.readouterr().out
+        assert "KUEUE_GRAPHQL_TOKEN" in shown
+        assert "s3cret" not in shown
