@@ -51,9 +51,9 @@ def main(argv: list[str]) -> None:
             read_mode=read_mode,
         )
     signal.signal(signal.SIGUSR1, dump_tasks)
-    heap_report = os.environ.get("KUEUE_GRAPHQL_BENCH_HEAP_REPORT")
+    heap_report = os.environ.get("KGQL_BENCH_HEAP_REPORT")
     if heap_report:
-        heap.install(heap_report, trim=os.environ.get("KUEUE_GRAPHQL_BENCH_TRIM") == "1")
+        heap.install(heap_report, trim=os.environ.get("KGQL_BENCH_TRIM") == "1")
     # /metrics on the next port (benchmarks' convention: admission_path.metrics_url).
     listening_server(
         build_app(settings),

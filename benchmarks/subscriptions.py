@@ -145,9 +145,9 @@ async def run(args: argparse.Namespace) -> None:
         '{"spec":{"active":true}}',
     )
     report_path = Path(tempfile.mkdtemp()) / "heap.json"
-    os.environ["KUEUE_GRAPHQL_BENCH_HEAP_REPORT"] = str(report_path)
+    os.environ["KGQL_BENCH_HEAP_REPORT"] = str(report_path)
     if args.trim:
-        os.environ["KUEUE_GRAPHQL_BENCH_TRIM"] = "1"
+        os.environ["KGQL_BENCH_TRIM"] = "1"
     if args.tracemalloc:
         os.environ["PYTHONTRACEMALLOC"] = "1"
     if args.malloc_arena_max:

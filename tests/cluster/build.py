@@ -1,6 +1,6 @@
 """Build (or find cached) control-plane and Kueue binaries from the pinned Go modules.
 
-Binaries are cached outside git, under `$KUEUE_GRAPHQL_CACHE` (default
+Binaries are cached outside git, under `$KGQL_CACHE` (default
 `$XDG_CACHE_HOME/kueue-graphql`, else `~/.cache/kueue-graphql`), in a directory named by a hash of
 everything that decides their content: go.mod, go.sum, our Go sources, the ldflags and the Go
 version. A second `make cluster-up` therefore builds nothing.
@@ -127,7 +127,7 @@ CONTROLLERS = (JOBSET, LWS, KUBERAY, TRAINER)
 
 
 def cache_root() -> Path:
-    explicit = os.environ.get("KUEUE_GRAPHQL_CACHE")
+    explicit = os.environ.get("KGQL_CACHE")
     if explicit:
         return Path(explicit)
     xdg = os.environ.get("XDG_CACHE_HOME")

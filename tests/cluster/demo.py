@@ -88,9 +88,9 @@ def main() -> int:
         cluster = up(state_dir)
 
     host = "127.0.0.1"
-    port = int(os.environ.get("KUEUE_GRAPHQL_DEMO_PORT", "8080"))
+    port = int(os.environ.get("KGQL_DEMO_PORT", "8080"))
     if not _port_free(host, port):
-        raise SystemExit(f"port {port} is busy: set KUEUE_GRAPHQL_DEMO_PORT to another port")
+        raise SystemExit(f"port {port} is busy: set KGQL_DEMO_PORT to another port")
     url = f"http://{host}:{port}"
     graphiql_assets = _graphiql_assets()
     server = subprocess.Popen(

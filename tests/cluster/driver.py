@@ -39,8 +39,8 @@ from tests.cluster.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = Path(__file__).resolve().parent / "manifests"
-# KUEUE_GRAPHQL_CLUSTER_DIR runs a second, independent control plane beside the default one.
-DEFAULT_STATE_DIR = Path(os.environ.get("KUEUE_GRAPHQL_CLUSTER_DIR", REPO / ".cluster"))
+# KGQL_CLUSTER_DIR runs a second, independent control plane beside the default one.
+DEFAULT_STATE_DIR = Path(os.environ.get("KGQL_CLUSTER_DIR", REPO / ".cluster"))
 
 # name -> groups. admin's token is in system:masters like its client certificate.
 USERS: dict[str, tuple[str, ...]] = {
@@ -420,7 +420,7 @@ def _kueue_module_dir(progress: Progress) -> Path:
 
 
 def selected_integrations() -> tuple[integrations.Controller, ...]:
-    """The controllers KUEUE_GRAPHQL_INTEGRATIONS switches on (none by default)."""
+    """The controllers KGQL_INTEGRATIONS switches on (none by default)."""
     try:
         return integrations.selected(os.environ.get(integrations.SWITCH))
     except ValueError as error:

@@ -7,7 +7,7 @@ loopback ports, webhooks on a free loopback port with a serving certificate from
 registered as `url: https://127.0.0.1:<port>/<path>`. Their CRDs and webhook configurations are read
 from the same modules' config directories, so they always match the controller that serves them.
 
-All of it is opt-in (`SWITCH`, KUEUE_GRAPHQL_INTEGRATIONS): switched off (the default), the control
+All of it is opt-in (`SWITCH`, KGQL_INTEGRATIONS): switched off (the default), the control
 plane is batch/Job only and nothing here is built, installed or started.
 
 Kueue's side lives here too: the frameworks it manages (`kueue_frameworks`), the webhooks it then
@@ -148,7 +148,7 @@ CONTROLLERS = (
 
 # The opt-in switch: unset, empty or "none" -> no controller (the control plane is batch/Job
 # only); "all" -> every controller; else a comma list of controller names.
-SWITCH = "KUEUE_GRAPHQL_INTEGRATIONS"
+SWITCH = "KGQL_INTEGRATIONS"
 
 
 def selected(value: str | None) -> tuple[Controller, ...]:

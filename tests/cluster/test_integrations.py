@@ -10,8 +10,8 @@ stays Pending and takes nothing from the scenarios' Nodes. A namespace without t
 shows that the Pod integration leaves its Pods alone. Everything is removed when the module ends
 (waited, bounded).
 
-Opt-in: skipped as a whole unless KUEUE_GRAPHQL_INTEGRATIONS switches controllers on (e.g.
-`KUEUE_GRAPHQL_INTEGRATIONS=jobset`), and a kind's test is skipped where its controller is not
+Opt-in: skipped as a whole unless KGQL_INTEGRATIONS switches controllers on (e.g.
+`KGQL_INTEGRATIONS=jobset`), and a kind's test is skipped where its controller is not
 switched on. The control plane must have been started with the same setting.
 """
 

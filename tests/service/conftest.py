@@ -138,8 +138,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 # The read mode of every other module's `server`: impersonate, unless a run asks for another
-# (`KUEUE_GRAPHQL_TEST_READ_MODE=cache make test` runs the whole service suite in cache mode).
-DEFAULT_READ_MODE = os.environ.get("KUEUE_GRAPHQL_TEST_READ_MODE", ReadMode.IMPERSONATE.value)
+# (`KGQL_TEST_READ_MODE=cache make test` runs the whole service suite in cache mode).
+DEFAULT_READ_MODE = os.environ.get("KGQL_TEST_READ_MODE", ReadMode.IMPERSONATE.value)
 
 
 @pytest.fixture(scope="session")

@@ -147,7 +147,7 @@ def scenario(cluster: Cluster) -> Iterator[None]:
 @pytest.fixture(scope="module")
 async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Server]:
     # The tests marked both_read_modes run in each mode (cache: woken by the informers); the
-    # others in the default one (KUEUE_GRAPHQL_TEST_READ_MODE).
+    # others in the default one (KGQL_TEST_READ_MODE).
     async with server_in_mode(
         cluster,
         read_mode,

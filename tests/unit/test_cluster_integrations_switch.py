@@ -1,4 +1,4 @@
-"""KUEUE_GRAPHQL_INTEGRATIONS (tests/cluster/integrations.py): off by default, the control plane
+"""KGQL_INTEGRATIONS (tests/cluster/integrations.py): off by default, the control plane
 is main's batch/Job one; on, only what the switch names; anything else is refused."""
 
 from __future__ import annotations

@@ -85,3 +85,7 @@ def test_token_cache_ttl_has_a_flag_and_an_upper_bound(capsys: pytest.CaptureFix
     assert main(["serve", "--token-cache-ttl", "301"]) == 2
     assert "--token-cache-ttl" in capsys.readouterr().err
     assert main(["serve", "--authz-cache-ttl", "1", "--authz-deny-cache-ttl", "2"]) == 2
+    # Exit 2 alone is also what a missing kubeconfig or a taken port gives.
+    assert "--authz-deny-cache-ttl must be between 0 and --authz-cache-ttl" in (
+        capsys.readouterr().err
+    )

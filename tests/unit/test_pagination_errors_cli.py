@@ -60,8 +60,10 @@ def test_loopback_detection() -> None:
     assert not is_loopback(ALL_INTERFACES)
 
 
-def test_local_mode_refuses_non_loopback_bind() -> None:
+def test_local_mode_refuses_non_loopback_bind(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--auth-mode", "local", "--host", ALL_INTERFACES]) == 2
+    # Exit 2 alone is also what a missing kubeconfig or a taken port gives.
+    assert capsys.readouterr().err == "--auth-mode local binds to a loopback address only\n"
 
 
 def test_env_vars_configure_serve(monkeypatch: pytest.MonkeyPatch) -> None:
