@@ -159,6 +159,8 @@ async def live_server(cluster: Cluster, read_mode: ReadMode) -> AsyncIterator[Se
 
 
 async def next_message(sub: Subscriber, seconds: float) -> dict[str, Any]:
+    """The next message; every caller waits for one that must come, so `seconds` only says when
+    to give up (SETTLE_SECONDS: 30 first diagnoses at once took over 30 s under contention)."""
     return await asyncio.wait_for(sub.receive(), seconds)
 
 
@@ -284,13 +286,13 @@ async def test_another_namespace_is_forbidden_and_nothing_else(
         await sub.subscribe(
             "1", DIAGNOSIS, {"ns": "team-b", "kind": "Workload", "name": bob_workload}
         )
-        message = await next_message(sub, 10)
+        message = await next_message(sub, SETTLE_SECONDS)
         assert message["type"] == "next", message
         assert message["payload"]["data"] is None
         assert [e["extensions"]["code"] for e in message["payload"]["errors"]] == ["FORBIDDEN"], (
             message
         )
-        assert (await next_message(sub, 10))["type"] == "complete"
+        assert (await next_message(sub, SETTLE_SECONDS))["type"] == "complete"
 
 
 @pytest.mark.both_read_modes
@@ -302,7 +304,7 @@ async def test_rolebinding_removed_mid_stream_ends_it(
     variables = {"ns": "team-a", "kind": "Job", "name": "live-quota-held"}
     async with subscriber(live_server.url, token) as sub:
         await sub.subscribe("1", DIAGNOSIS, variables)
-        first = await next_message(sub, 30)
+        first = await next_message(sub, SETTLE_SECONDS)
         assert first["type"] == "next", first
         assert "errors" not in first["payload"], first
         cluster.kubectl("delete", "rolebinding", "live-watcher-tenant-reader", "-n", "team-a")
@@ -349,11 +351,11 @@ async def test_per_connection_cap(live_server: Server, cluster: Cluster, scenari
     async with subscriber(live_server.url, cluster.token("alice")) as sub:
         for op in ("1", "2", "3"):
             await sub.subscribe(op, DIAGNOSIS, variables)
-            first = await next_message(sub, 30)
+            first = await next_message(sub, SETTLE_SECONDS)
             assert first["type"] == "next", first
             assert "errors" not in first["payload"], first
         await sub.subscribe("4", DIAGNOSIS, variables)
-        refused = await next_message(sub, 30)
+        refused = await next_message(sub, SETTLE_SECONDS)
         assert refused["id"] == "4"
         assert [e["extensions"]["code"] for e in refused["payload"]["errors"]] == ["BAD_REQUEST"]
     # Closing the client freed its slots.
@@ -379,7 +381,7 @@ async def test_tasks_freed_when_clients_close(
                 await sub.subscribe(op, DIAGNOSIS, variables)
         for sub in subs:
             for _ in range(3):
-                assert (await next_message(sub, 30))["type"] == "next"
+                assert (await next_message(sub, SETTLE_SECONDS))["type"] == "next"
         assert live_server.app.state.services.live.total == 18
         # Each subscription holds at least its operation task and one watch task.
         assert len(asyncio.all_tasks() - before) >= 18 * 2
@@ -463,7 +465,7 @@ async def test_fds_and_tasks_return_to_baseline_after_many_close(
                 await sub.socket.close()
             for sub in subs[connections // 2 :]:
                 for _ in range(3):
-                    assert (await next_message(sub, 30))["type"] == "next"
+                    assert (await next_message(sub, SETTLE_SECONDS))["type"] == "next"
             # Events flowing while the rest close.
             for active in ("false", "true"):
                 cluster.kubectl(
@@ -616,7 +618,7 @@ async def test_python_heap_flat_over_rounds_of_open_and_close(
                     await sub.subscribe(str(op), DIAGNOSIS, variables)
             for sub in subs:
                 for _ in range(per_connection):
-                    first = await next_message(sub, 30)
+                    first = await next_message(sub, SETTLE_SECONDS)
                     assert first["type"] == "next", first
                     assert "errors" not in first["payload"], first
             assert services.live.total == subscriptions
@@ -635,7 +637,7 @@ async def test_python_heap_flat_over_rounds_of_open_and_close(
                 )
                 for sub in subs:
                     for _ in range(per_connection):
-                        pushed = await next_message(sub, 30)
+                        pushed = await next_message(sub, SETTLE_SECONDS)
                         assert pushed["type"] == "next", pushed
             cluster.kubectl(
                 "label", "job", "live-heap-held", "-n", "team-a", f"heap={flip}", "--overwrite"
