@@ -85,16 +85,30 @@ class Authorizer:
 
     async def allowed(self, identity: Identity, access: Access, meter: ApiCallMeter) -> bool:
         key = self._key(identity, access)
-        if key in self._grants:
-            ACCESS_DECISIONS.labels("cache_hit").inc()
-            return True
-        if key in self._denials:
-            ACCESS_DECISIONS.labels("cache_hit").inc()
-            return False
-        pending = self._in_flight.get(key)
-        if pending is not None:
+        while True:
+            if key in self._grants:
+                ACCESS_DECISIONS.labels("cache_hit").inc()
+                return True
+            if key in self._denials:
+                ACCESS_DECISIONS.labels("cache_hit").inc()
+                return False
+            pending = self._in_flight.get(key)
+            if pending is None:
+                return await self._review_shared(key, identity, access, meter)
             ACCESS_DECISIONS.labels("shared").inc()
-            return await asyncio.shield(pending)
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+                # The asker whose review this was went away (its request or subscription
+                # ended): its cancellation is not ours. Ask again, or share the next review.
+
+    async def _review_shared(
+        self, key: DecisionKey, identity: Identity, access: Access, meter: ApiCallMeter
+    ) -> bool:
+        """Review once for everyone asking the same question meanwhile."""
         ACCESS_DECISIONS.labels("reviewed").inc()
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future

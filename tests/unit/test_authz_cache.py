@@ -62,3 +62,46 @@ async def test_decisions_expire() -> None:
         await asyncio.sleep(0.1)
         await authorizer.allowed(grace, ACCESS, meter)
     assert len(stub.requests) == 2
+
+
+async def test_a_shared_review_outlives_the_asker_that_started_it() -> None:
+    """Concurrent askers share one review; when the asker that started it goes away (its
+    subscription closed mid-first-answer), the others still get a decision. Before the fix they
+    got the starter's CancelledError, and strawberry ended their subscriptions without a
+    message (seen under load: one of 30 subscriptions never answered)."""
+    import asyncio
+
+    grace = Identity("grace", groups=("team-a-readers",))
+    authorizer = Authorizer(None, self_review=False)  # type: ignore[arg-type]
+    released = asyncio.Event()
+    reviews: list[str] = []
+
+    async def review(identity: Identity, access: Access, meter: ApiCallMeter) -> bool:
+        reviews.append(identity.username)
+        await released.wait()
+        return True
+
+    authorizer._review = review  # type: ignore[method-assign]
+    meter = ApiCallMeter(budget=10)
+    starter = asyncio.ensure_future(authorizer.allowed(grace, ACCESS, meter))
+    await asyncio.sleep(0)
+    sharer = asyncio.ensure_future(authorizer.allowed(grace, ACCESS, meter))
+    await asyncio.sleep(0)
+    assert reviews == ["grace"]  # the second asker waits on the first one's review
+    starter.cancel()
+    await asyncio.sleep(0)
+    released.set()
+    assert await asyncio.wait_for(sharer, timeout=30) is True
+    assert starter.cancelled()
+    # A sharer that is itself cancelled still ends with CancelledError.
+    released.clear()
+    authorizer._grants.clear()
+    first = asyncio.ensure_future(authorizer.allowed(grace, ACCESS, meter))
+    await asyncio.sleep(0)
+    second = asyncio.ensure_future(authorizer.allowed(grace, ACCESS, meter))
+    await asyncio.sleep(0)
+    second.cancel()
+    released.set()
+    assert await first is True
+    await asyncio.gather(second, return_exceptions=True)
+    assert second.cancelled()
