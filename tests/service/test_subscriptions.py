@@ -136,8 +136,10 @@ def _remove_scenario(cluster: Cluster) -> None:
 
 
 @pytest.fixture(scope="module")
-def scenario(cluster: Cluster) -> Iterator[None]:
-    # A fresh quota-held Job on its own 1-CPU ClusterQueue, whatever an earlier run left.
+def scenario(cluster: Cluster, read_mode: ReadMode) -> Iterator[None]:
+    # A fresh quota-held Job on its own 1-CPU ClusterQueue, whatever an earlier run left; made
+    # again for each read mode (depending on `read_mode` does that), since the tests raise the
+    # quota and delete the RoleBinding, and the order of the two rounds is pytest's to choose.
     _remove_scenario(cluster)
     _apply(cluster, SCENARIO)
     yield
