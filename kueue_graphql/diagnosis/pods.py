@@ -317,7 +317,7 @@ def _runtime_reason(pod: KubeObject) -> Reason:
     )
 
 
-# The what-if flavor check (diagnosis.whatif) matches tolerations and node selector terms the
+# The what-if flavor check (whatif.flavorassigner) matches tolerations and node selector terms the
 # same way, so it uses these two rather than a copy.
 tolerates = _tolerates
 expression_matches = _expression_matches
