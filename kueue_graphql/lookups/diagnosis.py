@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
-from kueue_graphql.diagnosis.diagnose import preemptor_uid
+from kueue_graphql.diagnosis.evidence import preemptor_uid
 from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY, own_entry
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
