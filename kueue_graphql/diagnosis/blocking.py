@@ -6,15 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kueue_graphql.core.kueue import Code, CodeGroup
 from kueue_graphql.diagnosis.context import Context
-from kueue_graphql.diagnosis.model import (
-    ObjectRef,
-    QuotaReport,
-    Reason,
-    ReasonSource,
-    Verdict,
-)
+from kueue_graphql.kueue.model import ObjectRef, QuotaReport, Reason, ReasonSource, Verdict
+from kueue_graphql.kueue.vocabulary import Code, CodeGroup
 
 __all__ = ["blocking_for", "code_group"]
 

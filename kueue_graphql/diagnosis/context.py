@@ -6,15 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kueue_graphql.core.kueue import KUEUE_API
-from kueue_graphql.diagnosis.model import (
-    Absent,
-    DiagnosisInput,
-    Forbidden,
-    KubeObject,
-    ObjectRef,
-)
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.diagnosis.model import DiagnosisInput
+from kueue_graphql.diagnosis.pods import pods_of
+from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, ObjectRef
+from kueue_graphql.kueue.objects import (
     QUEUE_NAME_ANNOTATION,
     QUEUE_NAME_LABEL,
     events_for,
@@ -25,7 +20,7 @@ from kueue_graphql.diagnosis.objects import (
     text,
     uid,
 )
-from kueue_graphql.diagnosis.pods import pods_of
+from kueue_graphql.kueue.vocabulary import KUEUE_API
 
 __all__ = ["Context", "known", "known_list"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.diagnosis.model import Diagnosis, DiagnosisInput
-from kueue_graphql.diagnosis.objects import condition_true, dig
 from kueue_graphql.diagnosis.stages.admitted import admitted
 from kueue_graphql.diagnosis.stages.ended import deactivated, evicted, finished
 from kueue_graphql.diagnosis.stages.no_workload import without_workload
 from kueue_graphql.diagnosis.stages.waiting import waiting_for_checks, waiting_for_quota
+from kueue_graphql.kueue.objects import condition_true, dig
 
 __all__ = ["diagnose"]
 

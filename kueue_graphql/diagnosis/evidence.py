@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 
-from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API, Code
 from kueue_graphql.diagnosis.context import Context, known_list
-from kueue_graphql.diagnosis.messages import parse_kueue_message
-from kueue_graphql.diagnosis.model import (
+from kueue_graphql.kueue.messages import parse_kueue_message
+from kueue_graphql.kueue.model import (
     Absent,
     Forbidden,
     KubeObject,
@@ -19,7 +18,7 @@ from kueue_graphql.diagnosis.model import (
     ReasonSource,
     Visibility,
 )
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.kueue.objects import (
     condition,
     condition_true,
     event_message,
@@ -27,8 +26,9 @@ from kueue_graphql.diagnosis.objects import (
     name,
     text,
 )
-from kueue_graphql.diagnosis.quota import assess_quota
-from kueue_graphql.diagnosis.requests import workload_requests
+from kueue_graphql.kueue.podsets import workload_requests
+from kueue_graphql.kueue.quota import assess_quota
+from kueue_graphql.kueue.vocabulary import GRANULAR_PENDING_REASONS, KUEUE_API, Code
 
 __all__ = [
     "admission_check_reasons",

@@ -7,16 +7,11 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from kueue_graphql.diagnosis.messages import parse_failed_scheduling
-from kueue_graphql.diagnosis.model import (
-    KubeObject,
-    Number,
-    ObjectRef,
-    PodSchedulingProblem,
-    Reason,
-    ReasonSource,
-)
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.diagnosis.model import PodSchedulingProblem
+from kueue_graphql.kueue.exact import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.messages import parse_failed_scheduling
+from kueue_graphql.kueue.model import KubeObject, Number, ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.objects import (
     condition,
     dig,
     event_message,
@@ -29,8 +24,8 @@ from kueue_graphql.diagnosis.objects import (
     text,
     uid,
 )
-from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
-from kueue_graphql.diagnosis.requests import per_pod_requests
+from kueue_graphql.kueue.podsets import per_pod_requests
+from kueue_graphql.kueue.scheduling import expression_matches, tolerates
 
 __all__ = ["is_unscheduled", "node_constraints", "pod_problem", "pods_of"]
 
@@ -78,38 +73,6 @@ def _toleration_text(tol: Mapping[str, Any]) -> str:
     return f"{out}:{effect}" if effect else out
 
 
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    if tol.get("operator") == "Exists":
-        return not tol.get("key") or tol.get("key") == taint.get("key")
-    return tol.get("key") == taint.get("key") and (tol.get("value") or "") == (
-        taint.get("value") or ""
-    )
-
-
-def _expression_matches(expr: Mapping[str, Any], node_labels: Mapping[str, Any]) -> bool:
-    key, op = str(expr.get("key") or ""), expr.get("operator")
-    values = [str(v) for v in expr.get("values") or []]
-    present = key in node_labels
-    value = str(node_labels.get(key, ""))
-    if op == "In":
-        return present and value in values
-    if op == "NotIn":
-        return not present or value not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and values:
-        try:
-            lhs, rhs = int(value), int(values[0])
-        except ValueError:
-            return False
-        return lhs > rhs if op == "Gt" else lhs < rhs
-    return False
-
-
 def _selector_misses(pod: KubeObject, node: KubeObject) -> list[str]:
     node_labels = mapping(node, "metadata", "labels")
     misses = [
@@ -126,8 +89,7 @@ def _selector_misses(pod: KubeObject, node: KubeObject) -> list[str]:
         "nodeSelectorTerms",
     )
     if terms and not any(
-        all(_expression_matches(e, node_labels) for e in items(t, "matchExpressions"))
-        for t in terms
+        all(expression_matches(e, node_labels) for e in items(t, "matchExpressions")) for t in terms
     ):
         misses.append("required node affinity")
     return misses
@@ -169,7 +131,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
         for taint in items(node, "spec", "taints"):
             if taint.get("effect") not in ("NoSchedule", "NoExecute"):
                 continue
-            if any(_tolerates(t, taint) for t in tolerations):
+            if any(tolerates(t, taint) for t in tolerations):
                 continue
             value = f"={taint.get('value')}" if taint.get("value") else ""
             out.append(
@@ -315,9 +277,3 @@ def _runtime_reason(pod: KubeObject) -> Reason:
         source=ReasonSource.OBJECT,
         object=ObjectRef(kind="Node", name=node, api_version="v1"),
     )
-
-
-# The what-if flavor check (whatif.flavorassigner) matches tolerations and node selector terms the
-# same way, so it uses these two rather than a copy.
-tolerates = _tolerates
-expression_matches = _expression_matches

@@ -6,18 +6,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
 
-from kueue_graphql.core.kueue import Code, CodeGroup
 from kueue_graphql.diagnosis.blocking import code_group
 from kueue_graphql.diagnosis.context import Context
-from kueue_graphql.diagnosis.messages import parse_taint
-from kueue_graphql.diagnosis.model import (
-    Forbidden,
-    Number,
-    QuotaReport,
-    Reason,
-    ReasonSource,
-)
-from kueue_graphql.diagnosis.quantity import format_quantity
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.messages import parse_taint
+from kueue_graphql.kueue.model import Forbidden, Number, QuotaReport, Reason, ReasonSource
+from kueue_graphql.kueue.vocabulary import Code, CodeGroup
 
 __all__ = ["annotate_with_quota", "quota_summary", "with_workload_needs"]
 

@@ -6,19 +6,12 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 
-from kueue_graphql.core.kueue import Code
-from kueue_graphql.diagnosis.messages import parse_taint
-from kueue_graphql.diagnosis.model import (
-    Diagnosis,
-    KubeObject,
-    Layer,
-    QuotaLine,
-    Stage,
-    Verdict,
-    Visibility,
-)
-from kueue_graphql.diagnosis.objects import items, name, text
-from kueue_graphql.diagnosis.quantity import format_quantity
+from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.messages import parse_taint
+from kueue_graphql.kueue.model import KubeObject, QuotaLine, Verdict, Visibility
+from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["commands_for", "next_steps_for"]
 

@@ -10,31 +10,33 @@ from dataclasses import replace
 from kueue_graphql.diagnosis.context import Context, known, known_list
 from kueue_graphql.diagnosis.evidence import preemptor_uid
 from kueue_graphql.diagnosis.model import (
-    Absent,
     Diagnosis,
     Eviction,
-    Failed,
-    Forbidden,
-    KubeObject,
     Layer,
-    ObjectRef,
     PodSchedulingProblem,
     Preemptor,
     QueuePosition,
+    Stage,
+)
+from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY
+from kueue_graphql.diagnosis.remedies import commands_for, next_steps_for
+from kueue_graphql.kueue.model import (
+    Absent,
+    Failed,
+    Forbidden,
+    KubeObject,
+    ObjectRef,
     QuotaReport,
     Reason,
     ReasonSource,
-    Stage,
     Visibility,
 )
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.kueue.objects import (
     items,
     namespace,
     ref,
     uid,
 )
-from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY
-from kueue_graphql.diagnosis.remedies import commands_for, next_steps_for
 
 __all__ = ["build", "owner_from_workload"]
 

@@ -27,7 +27,6 @@ from typing import Protocol, TypeVar
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
-from kueue_graphql.core.kueue import VISIBILITY_API_VERSION, VISIBILITY_GROUP
 from kueue_graphql.core.names import check_name
 from kueue_graphql.kube.client import (
     ApiCallMeter,
@@ -44,6 +43,7 @@ from kueue_graphql.kube.resources import (
     WORKLOAD_PRIORITY_CLASS,
     Resource,
 )
+from kueue_graphql.kueue.vocabulary import VISIBILITY_API_VERSION, VISIBILITY_GROUP
 from kueue_graphql.lookups.reader import KueueReader
 
 __all__ = [

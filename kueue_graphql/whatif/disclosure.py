@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from kueue_graphql.diagnosis.model import Reason
+from kueue_graphql.kueue.model import Reason
 from kueue_graphql.whatif.model import PodSetOutcome
 
 __all__ = ["outcome_without_numbers", "reason_without_numbers", "strip_numbers"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
-from kueue_graphql.diagnosis.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict
-from kueue_graphql.diagnosis.objects import items, name, text
-from kueue_graphql.diagnosis.quantity import format_quantity
-from kueue_graphql.diagnosis.quota import FlavorResource
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict
+from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.quota import FlavorResource
 from kueue_graphql.whatif.flavorassigner import FLAVOR_CODES, go_taint
 from kueue_graphql.whatif.model import (
     ZERO,

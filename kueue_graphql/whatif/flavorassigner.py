@@ -22,9 +22,9 @@ a topology request (TAS off), with the FlavorFungibility gate on (its default si
   BorrowingOverPreemption by default);
 - earlier pod sets' usage counts against later ones ("previously considered podsets").
 
-The quota arithmetic is the diagnosis' own (`quota.quota_line` over `quota.CohortTree`), and
-the messages are the ones Kueue writes, so they parse back (messages.parse_kueue_message) into
-the same reason codes a diagnosis shows.
+The quota arithmetic is kueue.quota's, shared with the diagnosis (`quota_line` over
+`CohortTree`), and the messages are the ones Kueue writes, so they parse back
+(kueue.messages.parse_kueue_message) into the same reason codes a diagnosis shows.
 """
 
 from __future__ import annotations
@@ -34,17 +34,17 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kueue_graphql.diagnosis.model import KubeObject, QuotaLine, Verdict
-from kueue_graphql.diagnosis.objects import items, mapping, name, text
-from kueue_graphql.diagnosis.pods import expression_matches, tolerates
-from kueue_graphql.diagnosis.quantity import format_quantity
-from kueue_graphql.diagnosis.quota import (
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.model import KubeObject, QuotaLine, Verdict
+from kueue_graphql.kueue.objects import items, mapping, name, text
+from kueue_graphql.kueue.quota import (
     CohortTree,
     FlavorResource,
     cohort_tree,
     quota_line,
     quotas_of,
 )
+from kueue_graphql.kueue.scheduling import expression_matches, tolerates
 from kueue_graphql.whatif.model import (
     RANK,
     ZERO,

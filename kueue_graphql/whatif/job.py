@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from kueue_graphql.diagnosis.model import KubeObject
-from kueue_graphql.diagnosis.objects import items, mapping
-from kueue_graphql.diagnosis.requests import per_pod_requests
+from kueue_graphql.kueue.model import KubeObject
+from kueue_graphql.kueue.objects import items, mapping
+from kueue_graphql.kueue.podsets import per_pod_requests
 from kueue_graphql.whatif.model import ProposedPodSet
 
 __all__ = ["pod_sets_from_job"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kueue_graphql.diagnosis.model import (
+from kueue_graphql.kueue.model import (
     Absent,
     Forbidden,
     KubeObject,

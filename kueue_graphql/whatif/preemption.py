@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-from kueue_graphql.diagnosis.model import KubeObject, QuotaLine
-from kueue_graphql.diagnosis.objects import text
-from kueue_graphql.diagnosis.quota import FlavorResource, ResourceQuota
+from kueue_graphql.kueue.model import KubeObject, QuotaLine
+from kueue_graphql.kueue.objects import text
+from kueue_graphql.kueue.quota import FlavorResource, ResourceQuota
 from kueue_graphql.whatif.model import ZERO, PreemptionCandidate
 
 __all__ = ["count_targets", "preemption_policy"]

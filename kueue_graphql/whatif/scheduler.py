@@ -9,10 +9,10 @@ may not be shown (disclosure) and the answer explained (explanation).
 
 from __future__ import annotations
 
-from kueue_graphql.diagnosis.messages import parse_kueue_message
-from kueue_graphql.diagnosis.model import QuotaLine, ReasonSource, Verdict
-from kueue_graphql.diagnosis.objects import items, name, text
-from kueue_graphql.diagnosis.quota import FlavorResource
+from kueue_graphql.kueue.messages import parse_kueue_message
+from kueue_graphql.kueue.model import QuotaLine, ReasonSource, Verdict
+from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.quota import FlavorResource
 from kueue_graphql.whatif.disclosure import (
     outcome_without_numbers,
     reason_without_numbers,

@@ -9,22 +9,16 @@ from kueue_graphql.diagnosis.evidence import (
     condition_reason,
     quota_report,
 )
-from kueue_graphql.diagnosis.model import (
-    Diagnosis,
-    Layer,
-    ObjectRef,
-    Reason,
-    ReasonSource,
-    Stage,
-)
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
+from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
+from kueue_graphql.diagnosis.report import build, owner_from_workload
+from kueue_graphql.kueue.model import ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.objects import (
     condition_true,
     dig,
     ref,
     text,
 )
-from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
-from kueue_graphql.diagnosis.report import build, owner_from_workload
 
 __all__ = ["admitted"]
 

@@ -11,21 +11,15 @@ from kueue_graphql.diagnosis.evidence import (
     pending_reasons,
     quota_report,
 )
-from kueue_graphql.diagnosis.model import (
-    Diagnosis,
-    Layer,
-    ObjectRef,
-    Reason,
-    ReasonSource,
-    Stage,
-)
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
+from kueue_graphql.diagnosis.report import build
+from kueue_graphql.kueue.model import ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.objects import (
     condition,
     condition_true,
     mapping,
     ref,
 )
-from kueue_graphql.diagnosis.report import build
 
 __all__ = ["deactivated", "evicted", "finished"]
 

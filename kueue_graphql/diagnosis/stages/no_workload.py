@@ -9,16 +9,11 @@ from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.diagnosis.evidence import (
     queue_object_reasons,
 )
-from kueue_graphql.diagnosis.model import (
-    Diagnosis,
-    Forbidden,
-    Layer,
-    PodSchedulingProblem,
-    Reason,
-    ReasonSource,
-    Stage,
-)
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.diagnosis.model import Diagnosis, Layer, PodSchedulingProblem, Stage
+from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
+from kueue_graphql.diagnosis.report import build
+from kueue_graphql.kueue.model import Forbidden, Reason, ReasonSource
+from kueue_graphql.kueue.objects import (
     QUEUE_NAME_LABEL,
     dig,
     event_message,
@@ -27,8 +22,6 @@ from kueue_graphql.diagnosis.objects import (
     text,
     uid,
 )
-from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
-from kueue_graphql.diagnosis.report import build
 
 __all__ = ["without_workload"]
 

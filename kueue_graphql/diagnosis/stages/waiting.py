@@ -11,20 +11,15 @@ from kueue_graphql.diagnosis.evidence import (
     queue_object_reasons,
     quota_report,
 )
-from kueue_graphql.diagnosis.model import (
-    Diagnosis,
-    Layer,
-    Reason,
-    ReasonSource,
-    Stage,
-)
+from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.diagnosis.quota_prose import (
     annotate_with_quota,
     quota_summary,
     with_workload_needs,
 )
 from kueue_graphql.diagnosis.report import build
-from kueue_graphql.diagnosis.requests import workload_needs
+from kueue_graphql.kueue.model import Reason, ReasonSource
+from kueue_graphql.kueue.podsets import workload_needs
 
 __all__ = ["waiting_for_checks", "waiting_for_quota"]
 

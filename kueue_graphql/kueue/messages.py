@@ -13,9 +13,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 from fractions import Fraction
 
-from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API, LEGACY_PENDING_REASONS
-from kueue_graphql.diagnosis.model import Number, ObjectRef, Reason, ReasonSource
-from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.exact import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.model import Number, ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.vocabulary import (
+    GRANULAR_PENDING_REASONS,
+    KUEUE_API,
+    LEGACY_PENDING_REASONS,
+)
 
 __all__ = [
     "GRANULAR_PENDING_REASONS",
