@@ -13,13 +13,17 @@ from kueue_graphql.kueue.vocabulary import Code, CodeGroup
 __all__ = ["blocking_for", "code_group"]
 
 
-_QUEUE_CODES = ("LocalQueueNotFound", "LocalQueueStopped", "LocalQueueInactive")
+_QUEUE_CODES = (Code.LOCAL_QUEUE_NOT_FOUND, Code.LOCAL_QUEUE_STOPPED, Code.LOCAL_QUEUE_INACTIVE)
 
 
-_CQ_CODES = ("ClusterQueueNotFound", "ClusterQueueStopped", "ClusterQueueInactive")
+_CQ_CODES = (Code.CLUSTER_QUEUE_NOT_FOUND, Code.CLUSTER_QUEUE_STOPPED, Code.CLUSTER_QUEUE_INACTIVE)
 
 
-_FLAVOR_CODES = ("UntoleratedFlavorTaint", "FlavorNodeAffinityMismatch", "FlavorNotFound")
+_FLAVOR_CODES = (
+    Code.UNTOLERATED_FLAVOR_TAINT,
+    Code.FLAVOR_NODE_AFFINITY_MISMATCH,
+    Code.FLAVOR_NOT_FOUND,
+)
 
 
 def code_group(r: Reason) -> CodeGroup | None:
@@ -35,7 +39,7 @@ def blocking_for(
         if r.code in _QUEUE_CODES:
             return ctx.lq_ref() or r.object
     for r in reasons:
-        if r.code == "ClusterQueueNotFound":
+        if r.code == Code.CLUSTER_QUEUE_NOT_FOUND:
             # The LocalQueue is what names the missing ClusterQueue: that is what to fix.
             return ctx.lq_ref() or r.object
     for r in reasons:
@@ -46,16 +50,16 @@ def blocking_for(
         if code_group(r) is CodeGroup.QUEUE_CONFIGURATION and r.source is ReasonSource.OBJECT:
             return r.object or ctx.cq_ref()
     for r in reasons:
-        if r.code in _CQ_CODES or r.code == "NamespaceNotSelected":
+        if r.code in _CQ_CODES or r.code == Code.NAMESPACE_NOT_SELECTED:
             return ctx.cq_ref() or r.object
-    quota_codes = {"ExceedsMaxQuota", "WaitingForQuota"}
+    quota_codes = {Code.EXCEEDS_MAX_QUOTA, Code.WAITING_FOR_QUOTA}
     if quota is not None and quota.lines:
         limits = [
             line.limited_by
             for line in quota.lines
             if line.verdict in (Verdict.NEVER_FITS, Verdict.MUST_WAIT)
         ]
-        flavor_only = all(c in _FLAVOR_CODES for c in codes if c != "Unrecognized") and any(
+        flavor_only = all(c in _FLAVOR_CODES for c in codes if c != Code.UNRECOGNIZED) and any(
             c in _FLAVOR_CODES for c in codes
         )
         if limits and not flavor_only and quota.verdict != Verdict.FITS_NOW:

@@ -141,7 +141,7 @@ def queue_object_reasons(ctx: Context) -> list[Reason]:
     if ctx.queue_name and isinstance(ctx.inp.local_queue, Absent):
         out.append(
             Reason(
-                "LocalQueueNotFound",
+                Code.LOCAL_QUEUE_NOT_FOUND,
                 f"LocalQueue {ctx.queue_name} does not exist in namespace {ctx.namespace}",
                 ReasonSource.OBJECT,
                 object=lq_ref,
@@ -152,7 +152,7 @@ def queue_object_reasons(ctx: Context) -> list[Reason]:
         if stop and stop != "None":
             out.append(
                 Reason(
-                    "LocalQueueStopped",
+                    Code.LOCAL_QUEUE_STOPPED,
                     f"LocalQueue {ctx.queue_name} has stopPolicy {stop}",
                     ReasonSource.OBJECT,
                     object=lq_ref,
@@ -162,10 +162,10 @@ def queue_object_reasons(ctx: Context) -> list[Reason]:
         if active is not None and active.get("status") == "False":
             lq_reason = str(active.get("reason") or "")
             code = {
-                "Stopped": "LocalQueueStopped",
-                "ClusterQueueDoesNotExist": "ClusterQueueNotFound",
-                "ClusterQueueIsInactive": "ClusterQueueInactive",
-            }.get(lq_reason, "LocalQueueInactive")
+                "Stopped": Code.LOCAL_QUEUE_STOPPED,
+                "ClusterQueueDoesNotExist": Code.CLUSTER_QUEUE_NOT_FOUND,
+                "ClusterQueueIsInactive": Code.CLUSTER_QUEUE_INACTIVE,
+            }.get(lq_reason, Code.LOCAL_QUEUE_INACTIVE)
             out.append(
                 Reason(
                     code,
@@ -180,7 +180,7 @@ def queue_object_reasons(ctx: Context) -> list[Reason]:
     if ctx.cq_name and isinstance(ctx.inp.cluster_queue, Absent):
         out.append(
             Reason(
-                "ClusterQueueNotFound",
+                Code.CLUSTER_QUEUE_NOT_FOUND,
                 f"ClusterQueue {ctx.cq_name} does not exist",
                 ReasonSource.OBJECT,
                 object=cq_ref,
@@ -191,7 +191,7 @@ def queue_object_reasons(ctx: Context) -> list[Reason]:
         if stop and stop != "None":
             out.append(
                 Reason(
-                    "ClusterQueueStopped",
+                    Code.CLUSTER_QUEUE_STOPPED,
                     f"ClusterQueue {ctx.cq_name} has stopPolicy {stop}",
                     ReasonSource.OBJECT,
                     object=cq_ref,

@@ -26,6 +26,7 @@ from kueue_graphql.kueue.objects import (
 )
 from kueue_graphql.kueue.podsets import per_pod_requests
 from kueue_graphql.kueue.scheduling import expression_matches, tolerates
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["is_unscheduled", "node_constraints", "pod_problem", "pods_of"]
 
@@ -111,7 +112,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
         if dig(node, "spec", "unschedulable") is True:
             out.append(
                 Reason(
-                    "NodeUnschedulable",
+                    Code.NODE_UNSCHEDULABLE,
                     f"node {name(node)} is cordoned",
                     ReasonSource.OBJECT,
                     object=node_ref,
@@ -121,7 +122,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
         if misses:
             out.append(
                 Reason(
-                    "NodeAffinityMismatch",
+                    Code.NODE_AFFINITY_MISMATCH,
                     f"node {name(node)} does not match the Pod's "
                     + ", ".join(f"nodeSelector {m}" if "=" in m else m for m in misses),
                     ReasonSource.OBJECT,
@@ -136,7 +137,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
             value = f"={taint.get('value')}" if taint.get("value") else ""
             out.append(
                 Reason(
-                    "UntoleratedNodeTaint",
+                    Code.UNTOLERATED_NODE_TAINT,
                     f"node {name(node)} has taint {taint.get('key')}{value}:{taint.get('effect')} "
                     "that the Pod does not tolerate",
                     ReasonSource.OBJECT,
@@ -149,7 +150,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
             if wanted > have:
                 out.append(
                     Reason(
-                        "InsufficientAllocatable",
+                        Code.INSUFFICIENT_ALLOCATABLE,
                         f"node {name(node)} has {format_quantity(have, res)} {res} allocatable, "
                         f"the Pod requests {format_quantity(wanted, res)}",
                         ReasonSource.OBJECT,
@@ -161,7 +162,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
                         ),
                     )
                 )
-        if not any(r.code != "InsufficientAllocatable" for r in out[before:]):
+        if not any(r.code != Code.INSUFFICIENT_ALLOCATABLE for r in out[before:]):
             eligible.append(node)
     summary = _no_node_fits(requests, nodes, eligible, out)
     return [summary, *out] if summary is not None else out
@@ -178,7 +179,7 @@ def _no_node_fits(
         return None
     if not eligible:
         return Reason(
-            "NoNodeFits",
+            Code.NO_NODE_FITS,
             f"none of the {len(nodes)} nodes matches the Pod's nodeSelector/affinity and "
             "tolerations",
             ReasonSource.OBJECT,
@@ -186,7 +187,7 @@ def _no_node_fits(
     short = [
         r
         for r in reasons
-        if r.code == "InsufficientAllocatable"
+        if r.code == Code.INSUFFICIENT_ALLOCATABLE
         and r.object is not None
         and r.object.name in {name(n) for n in eligible}
     ]
@@ -196,7 +197,7 @@ def _no_node_fits(
     names = ", ".join(sorted(name(n) for n in eligible))
     lacks = "; ".join(r.message for r in short)
     return Reason(
-        "NoNodeFits",
+        Code.NO_NODE_FITS,
         f"{len(eligible)} of {len(nodes)} nodes ({names}) match the Pod's nodeSelector/affinity "
         f"and tolerations, and none has the allocatable capacity: {lacks}",
         ReasonSource.OBJECT,
@@ -267,10 +268,10 @@ def _runtime_reason(pod: KubeObject) -> Reason:
     if waiting:
         w = waiting[0]
         message = f"container waiting: {w.get('reason') or ''} {w.get('message') or ''}".strip()
-        code = str(w.get("reason") or "ContainerWaiting")
+        code = str(w.get("reason") or Code.CONTAINER_WAITING)
     else:
         message = f"bound to node {node} but not started by its kubelet"
-        code = "NotStartedOnNode"
+        code = Code.NOT_STARTED_ON_NODE
     return Reason(
         code=code,
         message=message,

@@ -40,7 +40,7 @@ def annotate_with_quota(reasons: list[Reason], quota: QuotaReport) -> list[Reaso
     """Add the ClusterQueue's nominal quota to quota reasons, where the caller may read it."""
     out = []
     for r in reasons:
-        if r.code in ("ExceedsMaxQuota", "WaitingForQuota") and quota.lines:
+        if r.code in (Code.EXCEEDS_MAX_QUOTA, Code.WAITING_FOR_QUOTA) and quota.lines:
             line = next(
                 (x for x in quota.lines if x.flavor == r.flavor and x.resource == r.resource),
                 None,
@@ -91,14 +91,14 @@ def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -
             f"{first.message}; you may not read ClusterQueue {ctx.cq_name}, so the cause "
             "(its Active condition) is hidden from you: ask an admin"
         )
-    if first.code == "ExceedsMaxQuota":
+    if first.code == Code.EXCEEDS_MAX_QUOTA:
         req, cap = first.number("requested"), first.number("maximumCapacity")
         if req is not None and cap is not None:
             return (
                 f"needs {format_quantity(req, res)} {res} at once in flavor {first.flavor}, "
                 f"more than the {format_quantity(cap, res)} its ClusterQueue can ever provide"
             )
-    if first.code == "UntoleratedFlavorTaint":
+    if first.code == Code.UNTOLERATED_FLAVOR_TAINT:
         taint = first.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
         parsed = parse_taint(taint)
         shown = f"{parsed[0]}={parsed[1] or ''}:{parsed[2] or ''}" if parsed else taint
@@ -106,7 +106,7 @@ def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -
             f"no flavor can be assigned: flavor {first.flavor} is for nodes tainted {shown} "
             "and the Pod template does not tolerate that taint"
         )
-    if first.code == "WaitingForQuota":
+    if first.code == Code.WAITING_FOR_QUOTA:
         more = first.number("moreNeeded")
         if more is not None:
             return (

@@ -19,6 +19,7 @@ from kueue_graphql.kueue.objects import (
     ref,
     text,
 )
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["admitted"]
 
@@ -31,7 +32,7 @@ def admitted(ctx: Context) -> Diagnosis:
     if not ctx.pods_readable:
         ready = condition_true(ctx.workload, "PodsReady")
         reason = Reason(
-            "PodsNotReadable",
+            Code.PODS_NOT_READABLE,
             "you may not read the Pods; the stage comes from the Workload's PodsReady condition",
             ReasonSource.OBJECT,
         )
@@ -41,7 +42,7 @@ def admitted(ctx: Context) -> Diagnosis:
         suspended = dig(ctx.owner, "spec", "suspend") is True
         if suspended:
             reason = Reason(
-                "OwnerStillSuspended",
+                Code.OWNER_STILL_SUSPENDED,
                 "admitted, but Kueue has not unsuspended the owner yet",
                 ReasonSource.OBJECT,
                 object=ref(ctx.owner) if ctx.owner is not None else None,
@@ -56,7 +57,7 @@ def admitted(ctx: Context) -> Diagnosis:
                 quota,
             )
         reason = Reason(
-            "NoPodsYet",
+            Code.NO_PODS_YET,
             "admitted, but the owner's controller has not created Pods yet",
             ReasonSource.OBJECT,
         )
@@ -75,7 +76,7 @@ def admitted(ctx: Context) -> Diagnosis:
     if unscheduled:
         reasons = [r for pr in unscheduled for r in pr.reasons] + base
         first = unscheduled[0]
-        fault = next((r for r in first.reasons if r.code == "NoNodeFits"), None)
+        fault = next((r for r in first.reasons if r.code == Code.NO_NODE_FITS), None)
         summary = f"admitted by Kueue; kube-scheduler cannot place Pod {first.pod.name}: " + (
             fault.message if fault else first.scheduled_message or "no PodScheduled condition yet"
         )

@@ -20,6 +20,7 @@ from kueue_graphql.kueue.objects import (
     mapping,
     ref,
 )
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["deactivated", "evicted", "finished"]
 
@@ -48,7 +49,7 @@ def deactivated(ctx: Context) -> Diagnosis:
     if not reasons:
         reasons.append(
             Reason(
-                "Deactivated",
+                Code.DEACTIVATED,
                 "spec.active is false: Kueue will not admit the Workload until it is reactivated",
                 ReasonSource.OBJECT,
             )

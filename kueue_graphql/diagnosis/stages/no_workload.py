@@ -22,6 +22,7 @@ from kueue_graphql.kueue.objects import (
     text,
     uid,
 )
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["without_workload"]
 
@@ -37,7 +38,7 @@ def _pods_layer(ctx: Context) -> tuple[Stage, Layer, list[PodSchedulingProblem]]
 def without_workload(ctx: Context) -> Diagnosis:
     if isinstance(ctx.inp.workload, Forbidden):
         reason = Reason(
-            "WorkloadNotReadable",
+            Code.WORKLOAD_NOT_READABLE,
             "you may not read the Workload of this object, so Kueue's verdict is hidden",
             ReasonSource.OBJECT,
         )
@@ -47,14 +48,14 @@ def without_workload(ctx: Context) -> Diagnosis:
         return build(ctx, stage, layer, reason.message, ctx.lq_ref(), [reason])
     if ctx.owner is None:
         reason = Reason(
-            "NotFoundError", "neither the object nor its Workload exists", ReasonSource.OBJECT
+            Code.NOT_FOUND, "neither the object nor its Workload exists", ReasonSource.OBJECT
         )
         return build(ctx, Stage.NO_WORKLOAD_YET, Layer.KUEUE, reason.message, None, [reason])
     owner_ref = ref(ctx.owner)
     if not ctx.queue_name:
         _, layer, problems = _pods_layer(ctx)
         reason = Reason(
-            "NoQueueName",
+            Code.NO_QUEUE_NAME,
             f"{owner_ref.kind} {owner_ref.name} has no {QUEUE_NAME_LABEL} label, so Kueue does "
             "not manage it; kube-scheduler places its Pods directly",
             ReasonSource.OBJECT,
@@ -63,7 +64,7 @@ def without_workload(ctx: Context) -> Diagnosis:
         return build(ctx, Stage.NOT_MANAGED, layer, reason.message, None, [reason], pods=problems)
     reasons = [
         Reason(
-            "NoWorkload",
+            Code.NO_WORKLOAD,
             f"{owner_ref.kind} {owner_ref.name} names LocalQueue {ctx.queue_name} but Kueue has "
             "not created a Workload for it yet",
             ReasonSource.OBJECT,

@@ -20,6 +20,7 @@ from kueue_graphql.diagnosis.quota_prose import (
 from kueue_graphql.diagnosis.report import build
 from kueue_graphql.kueue.model import Reason, ReasonSource
 from kueue_graphql.kueue.podsets import workload_needs
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["waiting_for_checks", "waiting_for_quota"]
 
@@ -32,7 +33,7 @@ def waiting_for_quota(ctx: Context) -> Diagnosis:
     if not reasons:
         reasons.append(
             Reason(
-                "NotYetEvaluated",
+                Code.NOT_YET_EVALUATED,
                 "Kueue has not written a reason yet: the Workload is queued and waits for its "
                 "first scheduling attempt",
                 ReasonSource.OBJECT,
