@@ -4,11 +4,9 @@ names derived once (namespace, LocalQueue, ClusterQueue, cohort) and the Pods th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from kueue_graphql.diagnosis.model import DiagnosisInput
 from kueue_graphql.diagnosis.pods import pods_of
-from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, ObjectRef
+from kueue_graphql.kueue.model import KubeObject, ObjectRef, known
 from kueue_graphql.kueue.objects import (
     QUEUE_NAME_ANNOTATION,
     QUEUE_NAME_LABEL,
@@ -22,17 +20,7 @@ from kueue_graphql.kueue.objects import (
 )
 from kueue_graphql.kueue.vocabulary import KUEUE_API
 
-__all__ = ["Context", "known", "known_list"]
-
-
-def known(value: KubeObject | Forbidden | Absent) -> KubeObject | None:
-    return None if isinstance(value, Forbidden | Absent) else value
-
-
-def known_list(
-    value: Sequence[KubeObject] | Forbidden | Absent,
-) -> Sequence[KubeObject] | None:
-    return None if isinstance(value, Forbidden | Absent) else value
+__all__ = ["Context"]
 
 
 def _queue_name(owner: KubeObject | None, workload: KubeObject | None) -> str | None:
@@ -56,7 +44,7 @@ class Context:
         self.inp = inp
         self.owner = known(inp.owner)
         self.workload = known(inp.workload)
-        self.events = known_list(inp.events) or []
+        self.events = known(inp.events) or []
         self.local_queue = known(inp.local_queue)
         self.cluster_queue = known(inp.cluster_queue)
         self.namespace = (
@@ -71,8 +59,8 @@ class Context:
             or (text(self.local_queue, "spec", "clusterQueue") if self.local_queue else None)
             or (name(self.cluster_queue) if self.cluster_queue else None)
         )
-        self.nodes = known_list(inp.nodes) or []
-        all_pods = known_list(inp.pods)
+        self.nodes = known(inp.nodes) or []
+        all_pods = known(inp.pods)
         self.pods_readable = all_pods is not None
         self.pods = pods_of(self.owner, self.workload, all_pods or [])
 

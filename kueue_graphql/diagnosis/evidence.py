@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from kueue_graphql.diagnosis.context import Context, known_list
+from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.kueue.messages import parse_kueue_message
 from kueue_graphql.kueue.model import (
     Absent,
@@ -17,6 +17,7 @@ from kueue_graphql.kueue.model import (
     Reason,
     ReasonSource,
     Visibility,
+    known,
 )
 from kueue_graphql.kueue.objects import (
     condition,
@@ -77,7 +78,7 @@ def condition_reason(
 
 def admission_check_reasons(ctx: Context) -> list[Reason]:
     assert ctx.workload is not None
-    checks = {name(c): c for c in known_list(ctx.inp.admission_checks) or []}
+    checks = {name(c): c for c in known(ctx.inp.admission_checks) or []}
     out = []
     for check in items(ctx.workload, "status", "admissionChecks"):
         state = str(check.get("state") or "Pending")
@@ -316,6 +317,6 @@ def quota_report(ctx: Context) -> QuotaReport:
         requests=workload_requests(ctx.workload),
         holds_reservation=condition_true(ctx.workload, "QuotaReserved"),
         queue_inactive=_queue_cannot_admit(ctx),
-        cluster_queues=known_list(ctx.inp.cluster_queues),
-        cohorts=known_list(ctx.inp.cohorts),
+        cluster_queues=known(ctx.inp.cluster_queues),
+        cohorts=known(ctx.inp.cohorts),
     )

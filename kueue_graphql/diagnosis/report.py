@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from kueue_graphql.diagnosis.context import Context, known, known_list
+from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.diagnosis.evidence import preemptor_uid
 from kueue_graphql.diagnosis.model import (
     Diagnosis,
@@ -30,6 +30,7 @@ from kueue_graphql.kueue.model import (
     Reason,
     ReasonSource,
     Visibility,
+    known,
 )
 from kueue_graphql.kueue.objects import (
     items,
@@ -94,8 +95,8 @@ def build(
         next_steps=tuple(
             next_steps_for(
                 diagnosis,
-                known_list(ctx.inp.resource_flavors) or [],
-                known_list(ctx.inp.admission_checks) or [],
+                known(ctx.inp.resource_flavors) or [],
+                known(ctx.inp.admission_checks) or [],
             )
         ),
         commands=tuple(commands_for(diagnosis)),

@@ -30,6 +30,7 @@ __all__ = [
     "Verdict",
     "Visibility",
     "is_known",
+    "known",
 ]
 
 KubeObject: TypeAlias = Mapping[str, Any]
@@ -65,6 +66,11 @@ Observed: TypeAlias = T | Forbidden | Absent
 def is_known(value: object) -> bool:
     """True when an Observed value holds the object itself rather than a marker."""
     return not isinstance(value, Forbidden | Absent)
+
+
+def known(value: Observed[T]) -> T | None:
+    """The object an Observed value holds, None for a marker."""
+    return None if isinstance(value, Forbidden | Absent) else value
 
 
 class ReasonSource(enum.Enum):

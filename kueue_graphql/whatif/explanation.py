@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from kueue_graphql.kueue.exact import format_quantity
-from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict
+from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict, known
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.quota import FlavorResource
 from kueue_graphql.whatif.flavorassigner import FLAVOR_CODES, go_taint
@@ -20,7 +20,6 @@ from kueue_graphql.whatif.model import (
     PodSetOutcome,
     WhatIfInput,
     WhatIfResult,
-    known,
 )
 
 __all__ = ["detail", "explained"]

@@ -35,7 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from kueue_graphql.kueue.exact import format_quantity
-from kueue_graphql.kueue.model import KubeObject, QuotaLine, Verdict
+from kueue_graphql.kueue.model import KubeObject, QuotaLine, Verdict, known
 from kueue_graphql.kueue.objects import items, mapping, name, text
 from kueue_graphql.kueue.quota import (
     CohortTree,
@@ -52,7 +52,6 @@ from kueue_graphql.whatif.model import (
     GroupAssignment,
     ProposedPodSet,
     WhatIfInput,
-    known,
 )
 from kueue_graphql.whatif.preemption import count_targets, preemption_policy
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kueue_graphql.kueue.model import Absent, Forbidden, Verdict
+from kueue_graphql.kueue.model import Absent, Forbidden, Verdict, known
 from kueue_graphql.kueue.objects import condition, dig, items, mapping, name, text
 from kueue_graphql.kueue.scheduling import expression_matches
-from kueue_graphql.whatif.model import WhatIfInput, known
+from kueue_graphql.whatif.model import WhatIfInput
 
 __all__ = ["queue_gate"]
 

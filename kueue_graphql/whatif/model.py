@@ -14,7 +14,6 @@ from typing import Any
 
 from kueue_graphql.kueue.model import (
     Absent,
-    Forbidden,
     KubeObject,
     Observed,
     QuotaLine,
@@ -32,7 +31,6 @@ __all__ = [
     "ProposedPodSet",
     "WhatIfInput",
     "WhatIfResult",
-    "known",
 ]
 
 ZERO = Fraction(0)
@@ -155,7 +153,3 @@ class WhatIfResult:
     preempts: int = 0
     """Kueue would preempt this many Workloads to admit it (then it is admitted once they are
     evicted); 0 when it would not, or none the caller may read would free enough."""
-
-
-def known(value: object) -> Any:
-    return None if isinstance(value, Forbidden | Absent) else value

@@ -10,7 +10,7 @@ may not be shown (disclosure) and the answer explained (explanation).
 from __future__ import annotations
 
 from kueue_graphql.kueue.messages import parse_kueue_message
-from kueue_graphql.kueue.model import QuotaLine, ReasonSource, Verdict
+from kueue_graphql.kueue.model import QuotaLine, ReasonSource, Verdict, known
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.quota import FlavorResource
 from kueue_graphql.whatif.disclosure import (
@@ -27,7 +27,6 @@ from kueue_graphql.whatif.model import (
     PodSetOutcome,
     WhatIfInput,
     WhatIfResult,
-    known,
 )
 
 __all__ = ["what_if"]
