@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from kueue_graphql.cli.arguments import _parser
 from kueue_graphql.cli.settings import SettingError, unknown_variable
 from kueue_graphql.context import LiveLimits, RequestLimits
-from kueue_graphql.core.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
 from kueue_graphql.http.settings import ReadMode
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
+from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
 if TYPE_CHECKING:

@@ -6,28 +6,30 @@ Functions here take Kubernetes objects already read as the calling user (see
 
 from kueue_graphql.diagnosis.diagnose import diagnose
 from kueue_graphql.diagnosis.model import (
-    Absent,
     Diagnosis,
     DiagnosisInput,
     Eviction,
-    Failed,
-    Forbidden,
-    KubeObject,
     Layer,
-    Number,
-    ObjectRef,
-    Observed,
     PodSchedulingProblem,
     Preemptor,
     QueuePosition,
+    Stage,
+    verdict_key,
+)
+from kueue_graphql.kueue.model import (
+    Absent,
+    Failed,
+    Forbidden,
+    KubeObject,
+    Number,
+    ObjectRef,
+    Observed,
     QuotaLine,
     QuotaReport,
     Reason,
     ReasonSource,
-    Stage,
     Verdict,
     Visibility,
-    verdict_key,
 )
 
 __all__ = [

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kueue_graphql.diagnosis.model import KubeObject, QuotaLine
-from kueue_graphql.diagnosis.objects import name, text
-from kueue_graphql.diagnosis.quota import FlavorResource, cohort_tree, quota_line, quotas_of
+from kueue_graphql.kueue.model import KubeObject, QuotaLine
+from kueue_graphql.kueue.objects import name, text
+from kueue_graphql.kueue.quota import FlavorResource, cohort_tree, quota_line, quotas_of
 
 __all__ = ["CohortTotal", "Headroom", "headroom"]
 

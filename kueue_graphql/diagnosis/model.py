@@ -1,10 +1,8 @@
 """What the diagnosis reads (DiagnosisInput) and what it answers (Diagnosis).
 
-Inputs are Kubernetes objects exactly as the API server returns them (JSON as plain dicts), each
-wrapped in an Observed value: the object, or a marker saying the caller may not read it
-(Forbidden) or it does not exist / is not served (Absent). The GraphQL layer and the CLI both
-fill a DiagnosisInput with what the *calling user* could read; the diagnosis never guesses what
-lies behind a Forbidden marker.
+The GraphQL layer and the CLI both fill a DiagnosisInput with what the *calling user* could read,
+in the Observed values of kueue.model; the diagnosis never guesses what lies behind a Forbidden
+marker.
 """
 
 from __future__ import annotations
@@ -12,66 +10,29 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import Any, TypeAlias, TypeVar
+
+from kueue_graphql.kueue.model import (
+    Absent,
+    Failed,
+    KubeObject,
+    ObjectRef,
+    Observed,
+    QuotaReport,
+    Reason,
+    Visibility,
+)
 
 __all__ = [
-    "Absent",
     "Diagnosis",
     "DiagnosisInput",
     "Eviction",
-    "Failed",
-    "Forbidden",
-    "KubeObject",
     "Layer",
-    "Number",
-    "ObjectRef",
-    "Observed",
     "PodSchedulingProblem",
     "Preemptor",
     "QueuePosition",
-    "QuotaLine",
-    "QuotaReport",
-    "Reason",
-    "ReasonSource",
     "Stage",
-    "Verdict",
-    "Visibility",
-    "is_known",
+    "verdict_key",
 ]
-
-KubeObject: TypeAlias = Mapping[str, Any]
-"""A Kubernetes object as decoded from the API server's JSON."""
-
-
-@dataclass(frozen=True)
-class Forbidden:
-    """The caller may not read this object (the API server answered 403)."""
-
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class Absent:
-    """The object does not exist (404), or the API serving it is not installed."""
-
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The API that serves it answered with an error (e.g. Kueue's visibility server failed)."""
-
-    detail: str = ""
-
-
-T = TypeVar("T")
-Observed: TypeAlias = T | Forbidden | Absent
-
-
-def is_known(value: object) -> bool:
-    """True when an Observed value holds the object itself rather than a marker."""
-    return not isinstance(value, Forbidden | Absent)
 
 
 @dataclass(frozen=True)
@@ -126,115 +87,6 @@ class Layer(enum.Enum):
     KUEUE = "KUEUE"
     SCHEDULER = "SCHEDULER"
     RUNTIME = "RUNTIME"
-
-
-class ReasonSource(enum.Enum):
-    CONDITION = "CONDITION"
-    EVENT = "EVENT"
-    OBJECT = "OBJECT"
-
-
-@dataclass(frozen=True)
-class ObjectRef:
-    kind: str
-    name: str
-    namespace: str | None = None
-    api_version: str | None = None
-
-
-@dataclass(frozen=True)
-class Number:
-    """A named quantity read from a message or an object, e.g. maximumCapacity = 2."""
-
-    name: str
-    value: Fraction
-    text: str
-
-
-@dataclass(frozen=True)
-class Reason:
-    """One structured cause.
-
-    `code` is a normalized code (the granular reason names of later Kueue releases where one
-    applies, e.g. ExceedsMaxQuota, or a kube-scheduler cause such as InsufficientResource);
-    `kueue_reason` is what was actually written (e.g. the legacy `Pending`).
-    """
-
-    code: str
-    message: str
-    source: ReasonSource
-    kueue_reason: str | None = None
-    resource: str | None = None
-    flavor: str | None = None
-    pod_set: str | None = None
-    object: ObjectRef | None = None
-    numbers: tuple[Number, ...] = ()
-
-    def number(self, name: str) -> Fraction | None:
-        for n in self.numbers:
-            if n.name == name:
-                return n.value
-        return None
-
-
-class Visibility(enum.Enum):
-    """Whether a derived section could be computed from what the caller may read."""
-
-    AVAILABLE = "AVAILABLE"
-    FORBIDDEN = "FORBIDDEN"
-    ABSENT = "ABSENT"
-    NOT_APPLICABLE = "NOT_APPLICABLE"
-    UNAVAILABLE = "UNAVAILABLE"
-    """The API that computes it failed: not reported, rather than guessed absent."""
-
-
-class Verdict(enum.Enum):
-    NEVER_FITS = "NEVER_FITS"
-    QUEUE_INACTIVE = "QUEUE_INACTIVE"
-    """The quota would do, but the LocalQueue or ClusterQueue admits nothing now (inactive,
-    stopped): no FITS_NOW / MUST_WAIT while that lasts."""
-    FITS_NOW = "FITS_NOW"
-    MUST_WAIT = "MUST_WAIT"
-    UNKNOWN = "UNKNOWN"
-    """Cohort members the caller may not read decide it."""
-
-
-@dataclass(frozen=True)
-class QuotaLine:
-    """One (flavor, resource) the workload needs, against its ClusterQueue and cohort.
-
-    Amounts are exact. `None` means "not limited" for limits, and "could not be computed
-    from what the caller may read" for cohort figures.
-    """
-
-    flavor: str
-    resource: str
-    requested: Fraction
-    nominal_quota: Fraction
-    borrowing_limit: Fraction | None
-    lending_limit: Fraction | None
-    reserved: Fraction
-    used: Fraction
-    borrowed: Fraction
-    cohort: str | None
-    cohort_can_lend: Fraction | None
-    maximum_capacity: Fraction | None
-    available_now: Fraction | None
-    verdict: Verdict
-    limited_by: str | None = None
-    """NOMINAL_QUOTA, BORROWING_LIMIT, COHORT or NOT_IN_CLUSTER_QUEUE when it does not fit."""
-    counts_this_workload: bool = False
-    """The Workload holds a reservation, so `reserved` already includes its own request."""
-
-
-@dataclass(frozen=True)
-class QuotaReport:
-    visibility: Visibility
-    cluster_queue: str | None = None
-    lines: tuple[QuotaLine, ...] = ()
-    verdict: Verdict | None = None
-    """Best flavor per resource group, worst across groups."""
-    detail: str = ""
 
 
 @dataclass(frozen=True)

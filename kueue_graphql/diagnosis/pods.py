@@ -7,16 +7,11 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from kueue_graphql.diagnosis.messages import parse_failed_scheduling
-from kueue_graphql.diagnosis.model import (
-    KubeObject,
-    Number,
-    ObjectRef,
-    PodSchedulingProblem,
-    Reason,
-    ReasonSource,
-)
-from kueue_graphql.diagnosis.objects import (
+from kueue_graphql.diagnosis.model import PodSchedulingProblem
+from kueue_graphql.kueue.exact import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.messages import parse_failed_scheduling
+from kueue_graphql.kueue.model import KubeObject, Number, ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.objects import (
     condition,
     dig,
     event_message,
@@ -29,8 +24,9 @@ from kueue_graphql.diagnosis.objects import (
     text,
     uid,
 )
-from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
-from kueue_graphql.diagnosis.requests import per_pod_requests
+from kueue_graphql.kueue.podsets import per_pod_requests
+from kueue_graphql.kueue.scheduling import expression_matches, tolerates
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["is_unscheduled", "node_constraints", "pod_problem", "pods_of"]
 
@@ -78,38 +74,6 @@ def _toleration_text(tol: Mapping[str, Any]) -> str:
     return f"{out}:{effect}" if effect else out
 
 
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-        return False
-    if tol.get("operator") == "Exists":
-        return not tol.get("key") or tol.get("key") == taint.get("key")
-    return tol.get("key") == taint.get("key") and (tol.get("value") or "") == (
-        taint.get("value") or ""
-    )
-
-
-def _expression_matches(expr: Mapping[str, Any], node_labels: Mapping[str, Any]) -> bool:
-    key, op = str(expr.get("key") or ""), expr.get("operator")
-    values = [str(v) for v in expr.get("values") or []]
-    present = key in node_labels
-    value = str(node_labels.get(key, ""))
-    if op == "In":
-        return present and value in values
-    if op == "NotIn":
-        return not present or value not in values
-    if op == "Exists":
-        return present
-    if op == "DoesNotExist":
-        return not present
-    if op in ("Gt", "Lt") and present and values:
-        try:
-            lhs, rhs = int(value), int(values[0])
-        except ValueError:
-            return False
-        return lhs > rhs if op == "Gt" else lhs < rhs
-    return False
-
-
 def _selector_misses(pod: KubeObject, node: KubeObject) -> list[str]:
     node_labels = mapping(node, "metadata", "labels")
     misses = [
@@ -126,8 +90,7 @@ def _selector_misses(pod: KubeObject, node: KubeObject) -> list[str]:
         "nodeSelectorTerms",
     )
     if terms and not any(
-        all(_expression_matches(e, node_labels) for e in items(t, "matchExpressions"))
-        for t in terms
+        all(expression_matches(e, node_labels) for e in items(t, "matchExpressions")) for t in terms
     ):
         misses.append("required node affinity")
     return misses
@@ -149,7 +112,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
         if dig(node, "spec", "unschedulable") is True:
             out.append(
                 Reason(
-                    "NodeUnschedulable",
+                    Code.NODE_UNSCHEDULABLE,
                     f"node {name(node)} is cordoned",
                     ReasonSource.OBJECT,
                     object=node_ref,
@@ -159,7 +122,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
         if misses:
             out.append(
                 Reason(
-                    "NodeAffinityMismatch",
+                    Code.NODE_AFFINITY_MISMATCH,
                     f"node {name(node)} does not match the Pod's "
                     + ", ".join(f"nodeSelector {m}" if "=" in m else m for m in misses),
                     ReasonSource.OBJECT,
@@ -169,12 +132,12 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
         for taint in items(node, "spec", "taints"):
             if taint.get("effect") not in ("NoSchedule", "NoExecute"):
                 continue
-            if any(_tolerates(t, taint) for t in tolerations):
+            if any(tolerates(t, taint) for t in tolerations):
                 continue
             value = f"={taint.get('value')}" if taint.get("value") else ""
             out.append(
                 Reason(
-                    "UntoleratedNodeTaint",
+                    Code.UNTOLERATED_NODE_TAINT,
                     f"node {name(node)} has taint {taint.get('key')}{value}:{taint.get('effect')} "
                     "that the Pod does not tolerate",
                     ReasonSource.OBJECT,
@@ -187,7 +150,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
             if wanted > have:
                 out.append(
                     Reason(
-                        "InsufficientAllocatable",
+                        Code.INSUFFICIENT_ALLOCATABLE,
                         f"node {name(node)} has {format_quantity(have, res)} {res} allocatable, "
                         f"the Pod requests {format_quantity(wanted, res)}",
                         ReasonSource.OBJECT,
@@ -199,7 +162,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
                         ),
                     )
                 )
-        if not any(r.code != "InsufficientAllocatable" for r in out[before:]):
+        if not any(r.code != Code.INSUFFICIENT_ALLOCATABLE for r in out[before:]):
             eligible.append(node)
     summary = _no_node_fits(requests, nodes, eligible, out)
     return [summary, *out] if summary is not None else out
@@ -216,7 +179,7 @@ def _no_node_fits(
         return None
     if not eligible:
         return Reason(
-            "NoNodeFits",
+            Code.NO_NODE_FITS,
             f"none of the {len(nodes)} nodes matches the Pod's nodeSelector/affinity and "
             "tolerations",
             ReasonSource.OBJECT,
@@ -224,7 +187,7 @@ def _no_node_fits(
     short = [
         r
         for r in reasons
-        if r.code == "InsufficientAllocatable"
+        if r.code == Code.INSUFFICIENT_ALLOCATABLE
         and r.object is not None
         and r.object.name in {name(n) for n in eligible}
     ]
@@ -234,7 +197,7 @@ def _no_node_fits(
     names = ", ".join(sorted(name(n) for n in eligible))
     lacks = "; ".join(r.message for r in short)
     return Reason(
-        "NoNodeFits",
+        Code.NO_NODE_FITS,
         f"{len(eligible)} of {len(nodes)} nodes ({names}) match the Pod's nodeSelector/affinity "
         f"and tolerations, and none has the allocatable capacity: {lacks}",
         ReasonSource.OBJECT,
@@ -305,19 +268,13 @@ def _runtime_reason(pod: KubeObject) -> Reason:
     if waiting:
         w = waiting[0]
         message = f"container waiting: {w.get('reason') or ''} {w.get('message') or ''}".strip()
-        code = str(w.get("reason") or "ContainerWaiting")
+        code = str(w.get("reason") or Code.CONTAINER_WAITING)
     else:
         message = f"bound to node {node} but not started by its kubelet"
-        code = "NotStartedOnNode"
+        code = Code.NOT_STARTED_ON_NODE
     return Reason(
         code=code,
         message=message,
         source=ReasonSource.OBJECT,
         object=ObjectRef(kind="Node", name=node, api_version="v1"),
     )
-
-
-# The what-if flavor check (diagnosis.whatif) matches tolerations and node selector terms the
-# same way, so it uses these two rather than a copy.
-tolerates = _tolerates
-expression_matches = _expression_matches

@@ -6,19 +6,12 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 
-from kueue_graphql.core.kueue import Code
-from kueue_graphql.diagnosis.messages import parse_taint
-from kueue_graphql.diagnosis.model import (
-    Diagnosis,
-    KubeObject,
-    Layer,
-    QuotaLine,
-    Stage,
-    Verdict,
-    Visibility,
-)
-from kueue_graphql.diagnosis.objects import items, name, text
-from kueue_graphql.diagnosis.quantity import format_quantity
+from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.messages import parse_taint
+from kueue_graphql.kueue.model import KubeObject, QuotaLine, Verdict, Visibility
+from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["commands_for", "next_steps_for"]
 
@@ -37,17 +30,17 @@ def _line(d: Diagnosis, flavor: str | None, resource: str | None) -> QuotaLine |
 # Reasons that hold a Workload whatever the quota says.
 _NOT_QUOTA_CODES = frozenset(
     {
-        "LocalQueueNotFound",
-        "LocalQueueStopped",
-        "LocalQueueInactive",
-        "ClusterQueueNotFound",
-        "ClusterQueueStopped",
-        "ClusterQueueInactive",
-        "NamespaceNotSelected",
-        "UntoleratedFlavorTaint",
-        "FlavorNodeAffinityMismatch",
-        "FlavorNotFound",
-        "ResourceNotCovered",
+        Code.LOCAL_QUEUE_NOT_FOUND,
+        Code.LOCAL_QUEUE_STOPPED,
+        Code.LOCAL_QUEUE_INACTIVE,
+        Code.CLUSTER_QUEUE_NOT_FOUND,
+        Code.CLUSTER_QUEUE_STOPPED,
+        Code.CLUSTER_QUEUE_INACTIVE,
+        Code.NAMESPACE_NOT_SELECTED,
+        Code.UNTOLERATED_FLAVOR_TAINT,
+        Code.FLAVOR_NODE_AFFINITY_MISMATCH,
+        Code.FLAVOR_NOT_FOUND,
+        Code.RESOURCE_NOT_COVERED,
     }
 )
 
@@ -108,7 +101,7 @@ def _steps(
         )
     for r in d.reasons:
         res = r.resource
-        if r.code == "ExceedsMaxQuota":
+        if r.code == Code.EXCEEDS_MAX_QUOTA:
             line = _line(d, r.flavor, r.resource)
             req, cap = r.number("requested"), r.number("maximumCapacity")
             yield (
@@ -127,7 +120,7 @@ def _steps(
                 )
             else:
                 yield f"Or ask an admin to raise the nominalQuota of ClusterQueue {cq}."
-        elif r.code == "WaitingForQuota":
+        elif r.code == Code.WAITING_FOR_QUOTA:
             line = _line(d, r.flavor, r.resource)
             if line is not None and line.limited_by == "BORROWING_LIMIT":
                 yield (
@@ -142,19 +135,21 @@ def _steps(
                     f"Wait: {_q(r.number('moreNeeded'), res)} more {res} must be freed "
                     f"in flavor {r.flavor} by Workloads that finish (or are preempted)."
                 )
-        elif r.code in ("LocalQueueStopped", "LocalQueueInactive") and r.object is not None:
+        elif (
+            r.code in (Code.LOCAL_QUEUE_STOPPED, Code.LOCAL_QUEUE_INACTIVE) and r.object is not None
+        ):
             ns = d.workload.namespace if d.workload else ""
             yield (
                 f"LocalQueue {lq} is stopped: ask its owner to resume it "
                 f"(kubectl kueue resume localqueue {lq} -n {ns}), or resubmit to another "
                 "LocalQueue."
             )
-        elif r.code == "LocalQueueNotFound":
+        elif r.code == Code.LOCAL_QUEUE_NOT_FOUND:
             yield (
                 f"LocalQueue {lq} does not exist: fix the kueue.x-k8s.io/queue-name label or "
                 "create the LocalQueue."
             )
-        elif r.code == "ClusterQueueNotFound":
+        elif r.code == Code.CLUSTER_QUEUE_NOT_FOUND:
             missing = r.object.name if r.object is not None else cq
             yield (
                 f"LocalQueue {lq} points to ClusterQueue {missing}, which does not exist: an "
@@ -181,11 +176,11 @@ def _steps(
                     f"its Active condition (kubectl get clusterqueue {cq} -o yaml) and fix "
                     "that cause; meanwhile resubmit to another LocalQueue."
                 )
-        elif r.code == "NamespaceNotSelected":
+        elif r.code == Code.NAMESPACE_NOT_SELECTED:
             yield (
                 f"ClusterQueue {cq}'s namespaceSelector excludes this namespace: use another queue."
             )
-        elif r.code == "UntoleratedFlavorTaint":
+        elif r.code == Code.UNTOLERATED_FLAVOR_TAINT:
             taint = r.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
             parsed = parse_taint(taint)
             shown = (
@@ -206,14 +201,14 @@ def _steps(
                     f"[{{key: {t.get('key')}, operator: {operator}{value}, "
                     f"effect: {t.get('effect')}}}]"
                 )
-        elif r.code == "FlavorNodeAffinityMismatch":
+        elif r.code == Code.FLAVOR_NODE_AFFINITY_MISMATCH:
             yield (
                 f"The Pod template's nodeSelector/affinity excludes flavor {r.flavor}'s node "
                 "labels: relax them or use a queue whose flavors match."
             )
-        elif r.code == "FlavorNotFound":
+        elif r.code == Code.FLAVOR_NOT_FOUND:
             yield f"ResourceFlavor {r.flavor} is missing: an admin must create it."
-        elif r.code == "ResourceNotCovered":
+        elif r.code == Code.RESOURCE_NOT_COVERED:
             yield (
                 f"ClusterQueue {cq} has no quota for {res}: drop that request or use another queue."
             )
@@ -222,25 +217,25 @@ def _steps(
                 f"Admission check {r.object.name} is {r.kueue_reason}: see its controller's "
                 "status and message."
             )
-        elif r.code == "InsufficientResource":
+        elif r.code == Code.INSUFFICIENT_RESOURCE:
             yield (
                 f"No node has enough free {res} for one Pod: shrink the per-Pod request "
                 "or add node capacity. Kueue's quota is not the limit here."
             )
-        elif r.code == "NodeAffinityMismatch":
+        elif r.code == Code.NODE_AFFINITY_MISMATCH:
             yield (
                 "Some nodes do not match the Pod's nodeSelector/affinity (Kueue adds the "
                 "flavor's nodeLabels): check node labels against the flavor."
             )
-        elif r.code == "UntoleratedNodeTaint":
+        elif r.code == Code.UNTOLERATED_NODE_TAINT:
             yield "Some nodes carry taints the Pod does not tolerate: add tolerations if intended."
-        elif r.code == "InsufficientAllocatable":
+        elif r.code == Code.INSUFFICIENT_ALLOCATABLE:
             wanted = r.number("requested")
             largest = max(
                 (
                     x.number("allocatable") or Fraction(0)
                     for x in d.reasons
-                    if x.code == "InsufficientAllocatable" and x.resource == res
+                    if x.code == Code.INSUFFICIENT_ALLOCATABLE and x.resource == res
                 ),
                 default=Fraction(0),
             )
@@ -305,7 +300,9 @@ def commands_for(d: Diagnosis) -> Iterator[str]:
         yield _cmd("kubectl", "get", "clusterqueue", d.cluster_queue, "-o", "yaml")
         yield _cmd("kubectl", "kueue", "list", "workload", "-A", "-c", d.cluster_queue)
     # A stopped queue is not in Kueue's queue manager: the visibility API answers NotFound.
-    stopped = any(str(r.code) in ("LocalQueueStopped", "ClusterQueueStopped") for r in d.reasons)
+    stopped = any(
+        str(r.code) in (Code.LOCAL_QUEUE_STOPPED, Code.CLUSTER_QUEUE_STOPPED) for r in d.reasons
+    )
     if d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION and d.local_queue and ns and not stopped:
         yield _cmd(
             "kubectl", "get", "--raw",

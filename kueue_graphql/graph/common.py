@@ -17,7 +17,7 @@ from graphql import (
 )
 
 from kueue_graphql.context import RequestContext
-from kueue_graphql.core.quantity import Quantity, decimal_text, format_quantity, parse_quantity
+from kueue_graphql.kueue.quantity import Quantity, decimal_text, format_quantity, parse_quantity
 from kueue_graphql.lookups import KueueReader
 
 Info = strawberry.Info[RequestContext, None]

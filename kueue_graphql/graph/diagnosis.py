@@ -14,9 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.kueue import KUEUE_DEPLOYMENT, kueue_version_of
-from kueue_graphql.core.quantity import decimal_text
-from kueue_graphql.diagnosis.quantity import as_decimal, format_quantity
 from kueue_graphql.graph.admissioncheck import AdmissionCheck
 from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.cohort import Cohort
@@ -43,6 +40,9 @@ from kueue_graphql.kube.resources import (
     Resource,
     canonical_kind,
 )
+from kueue_graphql.kueue.exact import as_decimal, format_quantity
+from kueue_graphql.kueue.quantity import decimal_text
+from kueue_graphql.kueue.vocabulary import KUEUE_DEPLOYMENT, kueue_version_of
 from kueue_graphql.lookups import Access, KueueReader, diagnosis_input_for_owner, observe
 
 if TYPE_CHECKING:

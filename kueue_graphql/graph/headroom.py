@@ -16,6 +16,7 @@ from kueue_graphql.diagnosis.headroom import Headroom, headroom
 from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.diagnosis import DiagnosisAmount, QuotaLine
 from kueue_graphql.kube.resources import CLUSTER_QUEUE
+from kueue_graphql.kueue.model import known
 from kueue_graphql.lookups.disclosure import NumbersSource, quota_view
 
 __all__ = ["CohortQuotaTotal", "QueueQuota"]
@@ -98,9 +99,6 @@ class QueueQuota:
             raise ForbiddenError(
                 "get", CLUSTER_QUEUE.group, CLUSTER_QUEUE.plural, None, cluster_queue
             )
-
-        def known(value: object) -> list[dx.KubeObject] | None:
-            return None if isinstance(value, dx.Forbidden | dx.Absent) else value  # type: ignore[return-value]
 
         members = known(view.cluster_queues)
         cohorts = known(view.cohorts)

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
-from kueue_graphql.core.requests import pod_requests
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     Condition,
@@ -24,6 +23,7 @@ from kueue_graphql.graph.common import (
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import POD
+from kueue_graphql.kueue.requests import pod_requests
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.node import Node

@@ -2,7 +2,7 @@
 
 Nothing is created. The input is loaded by `kueue_graphql.lookups.whatif` (the LocalQueue as the
 caller; the ClusterQueue as the caller, or under the quota disclosure policy as the service),
-the pure `kueue_graphql.diagnosis.whatif` reaches Kueue's verdict, and the types here only
+the pure `kueue_graphql.whatif` reaches Kueue's verdict, and the types here only
 translate it.
 """
 
@@ -13,15 +13,15 @@ from fractions import Fraction
 
 import strawberry
 
+from kueue_graphql import whatif as wi
 from kueue_graphql.core.errors import BadRequestError
 from kueue_graphql.core.names import check_name
-from kueue_graphql.core.quantity import QUANTITY_SYNTAX
 from kueue_graphql.diagnosis import Verdict
-from kueue_graphql.diagnosis import whatif as wi
-from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
 from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.diagnosis import DiagnosisAmount, DiagnosisReason, QuotaLine
 from kueue_graphql.graph.localqueue import LocalQueue
+from kueue_graphql.kueue.exact import QuantityError, parse_quantity
+from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX
 from kueue_graphql.lookups.disclosure import NumbersSource
 from kueue_graphql.lookups.whatif import PriorityClassRef, job_pod_sets, load_what_if
 
@@ -279,7 +279,7 @@ def _priority_class(inputs: list[WhatIfPodSetInput]) -> PriorityClassRef | None:
 
 
 def _request(quantity: str, path: str) -> Fraction:
-    """One request's quantity, by Kubernetes' grammar and core.quantity's limits (bounded
+    """One request's quantity, by Kubernetes' grammar and kueue.quantity's limits (bounded
     cost, whatever the text); BAD_REQUEST naming the field otherwise."""
     try:
         value = parse_quantity(quantity)

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
-from kueue_graphql.core.conditions import workload_status
-from kueue_graphql.core.requests import spec_podset_requests, total_requests
 from kueue_graphql.diagnosis.position import own_entry
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
@@ -30,6 +28,8 @@ from kueue_graphql.graph.common import (
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import WORKLOAD
+from kueue_graphql.kueue.conditions import workload_status
+from kueue_graphql.kueue.requests import spec_podset_requests, total_requests
 from kueue_graphql.lookups import OwnerReads, diagnosis_input_for_workload
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from kueue_graphql.core.kueue import (
+from kueue_graphql.kueue.vocabulary import (
     KUEUE_API_VERSION,
     KUEUE_GROUP,
     VISIBILITY_API_VERSION,

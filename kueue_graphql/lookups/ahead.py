@@ -19,13 +19,10 @@ from fractions import Fraction
 from typing import Any
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.conditions import holds_quota_in
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError, UnavailableError
 from kueue_graphql.diagnosis.ahead import AheadEntry, AheadInput
 from kueue_graphql.diagnosis.headroom import headroom
 from kueue_graphql.diagnosis.position import own_entry
-from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
-from kueue_graphql.diagnosis.requests import total_needs, workload_requests
 from kueue_graphql.diagnosis.start import (
     Holder,
     StartEstimate,
@@ -36,6 +33,9 @@ from kueue_graphql.diagnosis.start import (
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import JOB, VISIBILITY_LOCAL_QUEUE
+from kueue_graphql.kueue.conditions import holds_quota_in
+from kueue_graphql.kueue.exact import QuantityError, parse_quantity
+from kueue_graphql.kueue.podsets import total_needs, workload_requests
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, quota_view
 from kueue_graphql.lookups.reader import KueueReader
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
-from kueue_graphql.diagnosis.diagnose import preemptor_uid
+from kueue_graphql.diagnosis.evidence import preemptor_uid
 from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY, own_entry
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
@@ -29,6 +29,7 @@ from kueue_graphql.kube.resources import (
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
 )
+from kueue_graphql.kueue.model import known
 from kueue_graphql.lookups.reader import KueueReader
 
 T = TypeVar("T")
@@ -88,10 +89,6 @@ async def observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
         return dx.Forbidden(str(error))
     except NotFoundError as error:
         return dx.Absent(str(error))
-
-
-def _known(value: object) -> JsonObject | None:
-    return None if isinstance(value, dx.Forbidden | dx.Absent) else value  # type: ignore[return-value]
 
 
 async def _events(
@@ -202,7 +199,7 @@ async def load_input(
     ClusterQueues and Cohorts. ResourceFlavors and AdmissionChecks only when a reason names one.
     What the diagnosis cannot use is not read.
     """
-    owner_obj, workload_obj = _known(owner), _known(workload)
+    owner_obj, workload_obj = known(owner), known(workload)
     queue = spec(workload_obj or {}).get("queueName") or (
         (metadata(owner_obj or {}).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
     )
@@ -224,7 +221,7 @@ async def load_input(
     pods = pods_read.result()
 
     admitted_in = (status(workload_obj or {}).get("admission") or {}).get("clusterQueue")
-    lq = _known(local_queue.result())
+    lq = known(local_queue.result())
     cq_name = admitted_in or (spec(lq).get("clusterQueue") if lq else None)
     unplaced = [p for p in (pods if isinstance(pods, list) else []) if not spec(p).get("nodeName")]
 
@@ -247,7 +244,7 @@ async def load_input(
 
     cluster_queues: ObservedList = dx.Absent("not in a cohort")
     cohorts: ObservedList = dx.Absent("not in a cohort")
-    cq = _known(cluster_queue.result())
+    cq = known(cluster_queue.result())
     if cq is not None and spec(cq).get("cohortName"):
         cluster_queues_read = _start(lambda: observe(reader.list_objects(CLUSTER_QUEUE)))
         cohorts_read = _start(lambda: observe(reader.list_objects(COHORT)))

@@ -27,7 +27,6 @@ from typing import Protocol, TypeVar
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
-from kueue_graphql.core.kueue import VISIBILITY_API_VERSION, VISIBILITY_GROUP
 from kueue_graphql.core.names import check_name
 from kueue_graphql.kube.client import (
     ApiCallMeter,
@@ -44,6 +43,8 @@ from kueue_graphql.kube.resources import (
     WORKLOAD_PRIORITY_CLASS,
     Resource,
 )
+from kueue_graphql.kueue.model import known
+from kueue_graphql.kueue.vocabulary import VISIBILITY_API_VERSION, VISIBILITY_GROUP
 from kueue_graphql.lookups.reader import KueueReader
 
 __all__ = [
@@ -188,10 +189,6 @@ async def _observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
         return dx.Absent(str(error))
 
 
-def _known(value: object) -> JsonObject | None:
-    return None if isinstance(value, dx.Forbidden | dx.Absent) else value  # type: ignore[return-value]
-
-
 async def quota_view(
     reader: KueueReader, policy: DisclosurePolicy, cluster_queue: str
 ) -> QuotaView:
@@ -205,8 +202,8 @@ async def quota_view(
         flavors = await _observe(reader.list_objects(RESOURCE_FLAVOR))
         members: dx.Observed[list[JsonObject]] = dx.Absent("not in a cohort")
         cohorts: dx.Observed[list[JsonObject]] = dx.Absent("not in a cohort")
-        known = _known(cq)
-        if known is not None and (known.get("spec") or {}).get("cohortName"):
+        read_cq = known(cq)
+        if read_cq is not None and (read_cq.get("spec") or {}).get("cohortName"):
             members, cohorts = await asyncio.gather(
                 _observe(reader.list_objects(CLUSTER_QUEUE)), _observe(reader.list_objects(COHORT))
             )
@@ -229,8 +226,8 @@ async def quota_view(
     service_cq = await _observe(source.cluster_queue(cluster_queue))
     flavors_read = await _observe(source.list_objects(RESOURCE_FLAVOR))
     members = cohorts = dx.Absent("not in a cohort")
-    known = _known(service_cq)
-    if known is not None and (known.get("spec") or {}).get("cohortName"):
+    read_cq = known(service_cq)
+    if read_cq is not None and (read_cq.get("spec") or {}).get("cohortName"):
         members, cohorts = await asyncio.gather(
             _observe(source.list_objects(CLUSTER_QUEUE)), _observe(source.list_objects(COHORT))
         )

@@ -7,10 +7,10 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import LOCAL_QUEUE, Resource
+from kueue_graphql.kueue.conditions import workload_status
 
 # Kueue labels a Job's Workload with the Job's uid.
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"

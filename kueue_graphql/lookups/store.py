@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import (
     CLUSTER_QUEUE,
@@ -33,6 +32,7 @@ from kueue_graphql.kube.resources import (
     WORKLOAD,
     Resource,
 )
+from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.lookups.paging import OrderKey, Page, PageRequest, object_order_key
 from kueue_graphql.lookups.selection import admitted_cluster_queue, flavor_names
 

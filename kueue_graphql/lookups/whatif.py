@@ -11,15 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.conditions import holds_quota_in
 from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundError
-from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
-from kueue_graphql.diagnosis.whatif import (
-    PreemptionCandidate,
-    ProposedPodSet,
-    WhatIfInput,
-    pod_sets_from_job,
-)
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import (
     JOB,
@@ -29,8 +21,16 @@ from kueue_graphql.kube.resources import (
     WORKLOAD_PRIORITY_CLASS,
     Resource,
 )
+from kueue_graphql.kueue.conditions import holds_quota_in
+from kueue_graphql.kueue.exact import QuantityError, parse_quantity
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaView, quota_view
 from kueue_graphql.lookups.reader import KueueReader
+from kueue_graphql.whatif import (
+    PreemptionCandidate,
+    ProposedPodSet,
+    WhatIfInput,
+    pod_sets_from_job,
+)
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"

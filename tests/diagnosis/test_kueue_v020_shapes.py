@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.core.kueue import kueue_version_of
 from kueue_graphql.diagnosis import Absent, Forbidden, Stage, Verdict, diagnose
+from kueue_graphql.kueue.vocabulary import kueue_version_of
 from tests.diagnosis.captured import as_input, load
 
 

@@ -11,14 +11,14 @@ from fractions import Fraction
 
 import pytest
 
-from kueue_graphql.diagnosis.messages import (
+from kueue_graphql.kueue.messages import (
     KUEUE_API,
     parse_failed_scheduling,
     parse_kueue_message,
     parse_taint,
     split_flavor_parts,
 )
-from kueue_graphql.diagnosis.model import ObjectRef, ReasonSource
+from kueue_graphql.kueue.model import ObjectRef, ReasonSource
 
 C = ReasonSource.CONDITION
 

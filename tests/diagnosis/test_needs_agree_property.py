@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kueue_graphql.diagnosis import Verdict, diagnose
-from kueue_graphql.diagnosis.quantity import format_quantity
+from kueue_graphql.kueue.exact import format_quantity
 from tests.diagnosis.captured import as_input, load
 
 DATA = load("too-big-3x1cpu")

@@ -6,8 +6,8 @@ from fractions import Fraction
 
 import pytest
 
-from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
-from kueue_graphql.diagnosis.requests import per_pod_requests, workload_requests
+from kueue_graphql.kueue.exact import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.podsets import per_pod_requests, workload_requests
 
 
 @pytest.mark.parametrize(

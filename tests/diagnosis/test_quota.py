@@ -10,9 +10,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from kueue_graphql.diagnosis.model import Verdict
-from kueue_graphql.diagnosis.quota import CohortTree, assess_quota
-from kueue_graphql.diagnosis.requests import PodSetRequest
+from kueue_graphql.kueue.model import Verdict
+from kueue_graphql.kueue.podsets import PodSetRequest
+from kueue_graphql.kueue.quota import CohortTree, assess_quota
 
 
 def cq(

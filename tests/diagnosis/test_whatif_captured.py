@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kueue_graphql.diagnosis import Absent, Forbidden, Verdict
-from kueue_graphql.diagnosis.whatif import (
+from kueue_graphql.whatif import (
     ProposedPodSet,
     WhatIfInput,
     WhatIfResult,

@@ -1,5 +1,5 @@
 """Issue 22's W1 and W2 against the real server, in both read modes: a `whatIf` quantity is
-parsed with bounded cost (Kubernetes' grammar, core.quantity's limits) before any API call.
+parsed with bounded cost (Kubernetes' grammar, kueue.quantity's limits) before any API call.
 
 W1: "1e-100000" cost ~0.75 s of event-loop CPU, "1e-1000000" more than 70 s. W2: "1e4300" and
 5,000 x "1" were INTERNAL with an ERROR traceback (Python's 4,300-digit int limit). Their CPU per

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.diagnosis.quantity import format_quantity, parse_quantity
 from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+from kueue_graphql.kueue.exact import format_quantity, parse_quantity
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.core.conditions import workload_status
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import ApiCallMeter
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
+from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.lookups.cached import CacheChanges, CachedQuotaReads, KueueCache
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
 from kueue_graphql.lookups.paging import Page, PageRequest, object_order_key, page_of

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from kueue_graphql.core.conditions import find_condition, holds_quota_in, workload_status
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.kueue.conditions import find_condition, holds_quota_in, workload_status
 
 CAPTURED = Path(__file__).parents[1] / "fixtures" / "captured"
 

@@ -1,4 +1,4 @@
-"""core.quantity against Kubernetes' own parser and printer.
+"""kueue.quantity against Kubernetes' own parser and printer.
 
 The tables are k8s.io/apimachinery v0.36.3 pkg/api/resource/quantity_test.go (TestQuantityParse,
 its `invalid` list, TestParseQuantityString, TestQuantityString, TestQuantityParseEmit), each
@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kueue_graphql.core.quantity import (
+from kueue_graphql.kueue import exact as fractions
+from kueue_graphql.kueue.quantity import (
     MAX_EXPONENT,
     MAX_LENGTH,
     Quantity,
@@ -25,7 +26,6 @@ from kueue_graphql.core.quantity import (
     format_quantity,
     parse_quantity,
 )
-from kueue_graphql.diagnosis import quantity as fractions
 
 BIN, DEC, EXP = QuantityFormat.BINARY_SI, QuantityFormat.DECIMAL_SI, QuantityFormat.DECIMAL_EXPONENT
 MAX_INT64 = str(2**63 - 1)

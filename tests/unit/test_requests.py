@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.core.quantity import format_quantity, parse_quantity
-from kueue_graphql.core.requests import (
+from kueue_graphql.kueue.quantity import format_quantity, parse_quantity
+from kueue_graphql.kueue.requests import (
     kueue_podset_requests,
     pod_requests,
     spec_podset_requests,

@@ -6,7 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from kueue_graphql.diagnosis import Absent, Verdict
-from kueue_graphql.diagnosis.whatif import (
+from kueue_graphql.whatif import (
     PreemptionCandidate,
     ProposedPodSet,
     WhatIfInput,

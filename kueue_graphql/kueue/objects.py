@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kueue_graphql.diagnosis.model import KubeObject, ObjectRef
+from kueue_graphql.kueue.model import KubeObject, ObjectRef
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 QUEUE_NAME_ANNOTATION = "kueue.x-k8s.io/queue-name"

@@ -22,16 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from kueue_graphql.diagnosis.model import (
-    KubeObject,
-    QuotaLine,
-    QuotaReport,
-    Verdict,
-    Visibility,
-)
-from kueue_graphql.diagnosis.objects import items, name, text
-from kueue_graphql.diagnosis.quantity import QuantityError, parse_quantity
-from kueue_graphql.diagnosis.requests import PodSetRequest, total_needs
+from kueue_graphql.kueue.exact import QuantityError, parse_quantity
+from kueue_graphql.kueue.model import KubeObject, QuotaLine, QuotaReport, Verdict, Visibility
+from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.podsets import PodSetRequest, total_needs
 
 __all__ = [
     "CohortTree",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import Any
 
-from kueue_graphql.core.quantity import EXACT, Quantity, parse_quantity
+from kueue_graphql.kueue.quantity import EXACT, Quantity, parse_quantity
 
 __all__ = [
     "PodSetRequests",
@@ -184,7 +184,7 @@ def total_requests(podsets: Iterable[PodSetRequests]) -> Resources:
 def _scaled_down(total: Mapping[str, Quantity], admitted: int, now: int) -> Resources:
     """Kueue's PodSetResources scaling: integer division in its units (milli-CPU, else 1)."""
     out: Resources = {}
-    with localcontext(EXACT):  # as core.quantity: no rounding for any quantity
+    with localcontext(EXACT):  # as kueue.quantity: no rounding for any quantity
         for name, quantity in total.items():
             unit = Decimal("0.001") if name == "cpu" else Decimal(1)
             units = int((quantity.amount / unit).to_integral_value(rounding=ROUND_CEILING))

@@ -1,7 +1,8 @@
-"""Kueue's request rule (core.requests, the one copy) in the diagnosis' exact Fractions.
+"""Kueue's request rule (kueue.requests, the one copy) in the diagnosis' exact Fractions.
 
-The diagnosis does quota arithmetic across scales, so it takes core's answers as Fractions and
-leaves out resources requested at zero (they never decide a verdict and would only add lines).
+The diagnosis and whatIf do quota arithmetic across scales, so they take kueue.requests' answers
+as Fractions and leave out resources requested at zero (they never decide a verdict and would
+only add lines).
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from kueue_graphql.core import requests as core
-from kueue_graphql.core.quantity import Quantity
-from kueue_graphql.diagnosis.model import KubeObject
+from kueue_graphql.kueue import requests as decimal_requests
+from kueue_graphql.kueue.model import KubeObject
+from kueue_graphql.kueue.quantity import Quantity
 
 __all__ = [
     "PodSetRequest",
@@ -42,11 +43,11 @@ def _fractions(resources: Mapping[str, Quantity]) -> dict[str, Fraction]:
 
 def per_pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
     """One pod's effective request, as Kueue counts it against quota."""
-    return _fractions(core.pod_requests(pod_spec))
+    return _fractions(decimal_requests.pod_requests(pod_spec))
 
 
 def workload_requests(workload: KubeObject) -> list[PodSetRequest]:
-    """Per pod set, what Kueue counts against quota now (core.kueue_podset_requests)."""
+    """Per pod set, what Kueue counts against quota now (kueue.requests.kueue_podset_requests)."""
     return [
         PodSetRequest(
             name=ps.name,
@@ -56,7 +57,7 @@ def workload_requests(workload: KubeObject) -> list[PodSetRequest]:
             flavors=ps.flavors,
             source=ps.source,
         )
-        for ps in core.kueue_podset_requests(workload)
+        for ps in decimal_requests.kueue_podset_requests(workload)
     ]
 
 

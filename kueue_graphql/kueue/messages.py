@@ -13,9 +13,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 from fractions import Fraction
 
-from kueue_graphql.core.kueue import GRANULAR_PENDING_REASONS, KUEUE_API, LEGACY_PENDING_REASONS
-from kueue_graphql.diagnosis.model import Number, ObjectRef, Reason, ReasonSource
-from kueue_graphql.diagnosis.quantity import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.exact import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.model import Number, ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.vocabulary import (
+    GRANULAR_PENDING_REASONS,
+    KUEUE_API,
+    LEGACY_PENDING_REASONS,
+    Code,
+)
 
 __all__ = [
     "GRANULAR_PENDING_REASONS",
@@ -45,30 +50,34 @@ _FLAVOR_NOT_FOUND = re.compile(r"^flavor (?P<flavor>\S+) not found$")
 _RESOURCE_UNAVAILABLE = re.compile(r"^resource (?P<res>\S+) unavailable in ClusterQueue$")
 
 _QUEUE_MESSAGES: tuple[tuple[re.Pattern[str], str, str], ...] = (
-    (re.compile(r"^LocalQueue (?P<n>\S+) doesn't exist"), "LocalQueueNotFound", "LocalQueue"),
+    (re.compile(r"^LocalQueue (?P<n>\S+) doesn't exist"), Code.LOCAL_QUEUE_NOT_FOUND, "LocalQueue"),
     (
         re.compile(r"^LocalQueue (?P<n>\S+) is terminating or missing"),
-        "LocalQueueNotFound",
+        Code.LOCAL_QUEUE_NOT_FOUND,
         "LocalQueue",
     ),
-    (re.compile(r"^LocalQueue (?P<n>\S+) is inactive"), "LocalQueueInactive", "LocalQueue"),
-    (re.compile(r"^LocalQueue (?P<n>\S+) is stopped"), "LocalQueueStopped", "LocalQueue"),
+    (re.compile(r"^LocalQueue (?P<n>\S+) is inactive"), Code.LOCAL_QUEUE_INACTIVE, "LocalQueue"),
+    (re.compile(r"^LocalQueue (?P<n>\S+) is stopped"), Code.LOCAL_QUEUE_STOPPED, "LocalQueue"),
     (
         re.compile(r"^ClusterQueue (?P<n>\S+) (?:doesn't exist|not found)"),
-        "ClusterQueueNotFound",
+        Code.CLUSTER_QUEUE_NOT_FOUND,
         "ClusterQueue",
     ),
     (
         re.compile(r"^ClusterQueue (?P<n>\S+) is terminating or missing"),
-        "ClusterQueueNotFound",
+        Code.CLUSTER_QUEUE_NOT_FOUND,
         "ClusterQueue",
     ),
     (
         re.compile(r"^ClusterQueue (?P<n>\S+) is inactive"),
-        "ClusterQueueInactive",
+        Code.CLUSTER_QUEUE_INACTIVE,
         "ClusterQueue",
     ),
-    (re.compile(r"^ClusterQueue (?P<n>\S+) is stopped"), "ClusterQueueStopped", "ClusterQueue"),
+    (
+        re.compile(r"^ClusterQueue (?P<n>\S+) is stopped"),
+        Code.CLUSTER_QUEUE_STOPPED,
+        "ClusterQueue",
+    ),
 )
 
 
@@ -120,7 +129,7 @@ def _split_parts(chunk: str) -> list[str]:
 
 def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Reason:
     base = Reason(
-        code="Unrecognized",
+        code=Code.UNRECOGNIZED,
         message=part,
         source=ReasonSource.CONDITION,
         kueue_reason=kueue_reason,
@@ -152,7 +161,7 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
         flavor = m.group("flavor")
         return replace(
             base,
-            code="ExceedsMaxQuota",
+            code=Code.EXCEEDS_MAX_QUOTA,
             resource=m.group("res"),
             flavor=flavor,
             numbers=numbers,
@@ -162,16 +171,16 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
         more = _MORE_NEEDED.search(part)
         return replace(
             base,
-            code="WaitingForQuota",
+            code=Code.WAITING_FOR_QUOTA,
             resource=m.group("res"),
             flavor=m.group("flavor"),
             numbers=_numbers(("moreNeeded", more.group("v") if more else None)),
         )
     # Messages whose culprit is the flavor itself.
     for pattern, code in (
-        (_TAINT, "UntoleratedFlavorTaint"),
-        (_AFFINITY, "FlavorNodeAffinityMismatch"),
-        (_FLAVOR_NOT_FOUND, "FlavorNotFound"),
+        (_TAINT, Code.UNTOLERATED_FLAVOR_TAINT),
+        (_AFFINITY, Code.FLAVOR_NODE_AFFINITY_MISMATCH),
+        (_FLAVOR_NOT_FOUND, Code.FLAVOR_NOT_FOUND),
     ):
         if m := pattern.match(part):
             flavor = m.group("flavor")
@@ -182,7 +191,7 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
                 object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
             )
     if m := _RESOURCE_UNAVAILABLE.match(part):
-        return replace(base, code="ResourceNotCovered", resource=m.group("res"))
+        return replace(base, code=Code.RESOURCE_NOT_COVERED, resource=m.group("res"))
     return base
 
 
@@ -218,15 +227,15 @@ def parse_kueue_message(
                 )
             ]
     simple = {
-        "Workload namespace doesn't match ClusterQueue selector": "NamespaceNotSelected",
-        "The workload has failed admission checks": "AdmissionCheckFailed",
+        "Workload namespace doesn't match ClusterQueue selector": Code.NAMESPACE_NOT_SELECTED,
+        "The workload has failed admission checks": Code.ADMISSION_CHECK_FAILED,
     }
     if message in simple:
         return [Reason(simple[message], message, source, kueue_reason=kueue_reason)]
     if m := _PODSET_ERROR.match(message):
         return [
             Reason(
-                "FlavorAssignmentError",
+                Code.FLAVOR_ASSIGNMENT_ERROR,
                 message,
                 source,
                 kueue_reason=kueue_reason,
@@ -240,8 +249,8 @@ def parse_kueue_message(
         ]
         if parts:
             return parts
-    code = kueue_reason if kueue_reason in GRANULAR_PENDING_REASONS else "Unrecognized"
-    return [Reason(code or "Unrecognized", message, source, kueue_reason=kueue_reason)]
+    code = kueue_reason if kueue_reason in GRANULAR_PENDING_REASONS else Code.UNRECOGNIZED
+    return [Reason(code or Code.UNRECOGNIZED, message, source, kueue_reason=kueue_reason)]
 
 
 # kube-scheduler: "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated
@@ -252,25 +261,25 @@ _HISTOGRAM_ITEM = re.compile(r"^(?P<count>\d+) (?P<reason>.+)$")
 
 def _scheduler_code(reason: str) -> tuple[str, str | None]:
     if m := re.match(r"^Insufficient (?P<res>\S+)$", reason):
-        return "InsufficientResource", m.group("res")
+        return Code.INSUFFICIENT_RESOURCE, m.group("res")
     lowered = reason.lower()
     if "node affinity/selector" in lowered or "node selector" in lowered:
-        return "NodeAffinityMismatch", None
+        return Code.NODE_AFFINITY_MISMATCH, None
     if "untolerated taint" in lowered or "taints that the pod didn't tolerate" in lowered:
-        return "UntoleratedNodeTaint", None
+        return Code.UNTOLERATED_NODE_TAINT, None
     if "were unschedulable" in lowered:
-        return "NodeUnschedulable", None
+        return Code.NODE_UNSCHEDULABLE, None
     if "pod affinity" in lowered or "anti-affinity" in lowered:
-        return "PodAffinityMismatch", None
+        return Code.POD_AFFINITY_MISMATCH, None
     if "free ports" in lowered:
-        return "HostPortConflict", None
+        return Code.HOST_PORT_CONFLICT, None
     if "topology spread" in lowered:
-        return "TopologySpreadMismatch", None
+        return Code.TOPOLOGY_SPREAD_MISMATCH, None
     if "volume" in lowered or "persistentvolumeclaim" in lowered:
-        return "VolumeConstraint", None
+        return Code.VOLUME_CONSTRAINT, None
     if "too many pods" in lowered:
-        return "TooManyPods", None
-    return "SchedulerFilter", None
+        return Code.TOO_MANY_PODS, None
+    return Code.SCHEDULER_FILTER, None
 
 
 def parse_failed_scheduling(message: str, source: ReasonSource) -> list[Reason]:
@@ -278,7 +287,7 @@ def parse_failed_scheduling(message: str, source: ReasonSource) -> list[Reason]:
     message = message.strip()
     m = _FIT_ERROR.match(message)
     if not m:
-        return [Reason("SchedulerFilter", message, source)] if message else []
+        return [Reason(Code.SCHEDULER_FILTER, message, source)] if message else []
     total = m.group("total")
     rest = m.group("rest")
     # "<histogram>. <PostFilter message>": DRA's "no new claims to deallocate", preemption's
@@ -286,12 +295,12 @@ def parse_failed_scheduling(message: str, source: ReasonSource) -> list[Reason]:
     filter_part = re.split(r"\.(?:\s|$)", rest.strip(), maxsplit=1)[0].strip()
     out: list[Reason] = []
     if not filter_part:
-        out.append(Reason("NoNodes", message, source, numbers=_numbers(("nodes", total))))
+        out.append(Reason(Code.NO_NODES, message, source, numbers=_numbers(("nodes", total))))
         return out
     for item in _split_histogram(filter_part):
         hm = _HISTOGRAM_ITEM.match(item)
         if not hm:
-            out.append(Reason("SchedulerFilter", item, source))
+            out.append(Reason(Code.SCHEDULER_FILTER, item, source))
             continue
         code, resource = _scheduler_code(hm.group("reason"))
         out.append(

@@ -1,0 +1,322 @@
+"""Evidence gatherers: the reasons Kueue wrote (conditions, events, messages parsed back into
+codes), what the queue objects say themselves, the preemptor's UID, and the quota report.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kueue_graphql.diagnosis.context import Context
+from kueue_graphql.kueue.messages import parse_kueue_message
+from kueue_graphql.kueue.model import (
+    Absent,
+    Forbidden,
+    KubeObject,
+    ObjectRef,
+    QuotaReport,
+    Reason,
+    ReasonSource,
+    Visibility,
+    known,
+)
+from kueue_graphql.kueue.objects import (
+    condition,
+    condition_true,
+    event_message,
+    items,
+    name,
+    text,
+)
+from kueue_graphql.kueue.podsets import workload_requests
+from kueue_graphql.kueue.quota import assess_quota
+from kueue_graphql.kueue.vocabulary import GRANULAR_PENDING_REASONS, KUEUE_API, Code
+
+__all__ = [
+    "admission_check_reasons",
+    "condition_reason",
+    "pending_reasons",
+    "preemptor_uid",
+    "queue_object_reasons",
+    "quota_report",
+]
+
+
+_PENDING_EVENT_REASONS = {"Pending", "Inadmissible", *GRANULAR_PENDING_REASONS}
+
+
+# "Preempted to accommodate a workload (UID: <uid>, JobUID: <uid>) due to ..." (Kueue v0.17
+# pkg/scheduler/preemption; the same shape in v0.20).
+_PREEMPTOR_UID = re.compile(r"\(UID: (?P<uid>[^,)\s]+)")
+
+
+def preemptor_uid(workload: KubeObject | None) -> str | None:
+    """The preempting Workload's UID, from the Preempted (else Evicted) condition."""
+    for type_ in ("Preempted", "Evicted"):
+        cond = condition(workload, type_)
+        if cond is not None and cond.get("status") == "True":
+            m = _PREEMPTOR_UID.search(str(cond.get("message") or ""))
+            if m:
+                return m.group("uid")
+    return None
+
+
+def condition_reason(
+    wl: KubeObject, type_: str, code: str | None = None, obj: ObjectRef | None = None
+) -> Reason | None:
+    cond = condition(wl, type_)
+    if cond is None:
+        return None
+    kueue_reason = str(cond.get("reason") or "")
+    return Reason(
+        code=code or kueue_reason or type_,
+        message=str(cond.get("message") or ""),
+        source=ReasonSource.CONDITION,
+        kueue_reason=kueue_reason or None,
+        object=obj,
+    )
+
+
+def admission_check_reasons(ctx: Context) -> list[Reason]:
+    assert ctx.workload is not None
+    checks = {name(c): c for c in known(ctx.inp.admission_checks) or []}
+    out = []
+    for check in items(ctx.workload, "status", "admissionChecks"):
+        state = str(check.get("state") or "Pending")
+        if state == "Ready":
+            continue
+        check_name = str(check.get("name") or "")
+        message = str(check.get("message") or f"admission check {check_name} is {state}")
+        obj = checks.get(check_name)
+        if obj is not None:
+            # Who is supposed to decide, and whether that controller reports itself active.
+            message += f" (controller {text(obj, 'spec', 'controllerName') or '?'}"
+            active = condition(obj, "Active")
+            if active is not None:
+                message += f"; Active={active.get('status')}: {active.get('message') or ''}"
+            message = message.rstrip(": ") + ")"
+        out.append(
+            Reason(
+                code=f"AdmissionCheck{state}",
+                message=message,
+                source=ReasonSource.CONDITION,
+                kueue_reason=state,
+                object=ObjectRef("AdmissionCheck", check_name, None, KUEUE_API),
+            )
+        )
+    return out
+
+
+def pending_reasons(ctx: Context) -> list[Reason]:
+    """Reasons from QuotaReserved=False and the latest pending-type event."""
+    assert ctx.workload is not None
+    out: list[Reason] = []
+    cond = condition(ctx.workload, "QuotaReserved")
+    cond_message = ""
+    if cond is not None and cond.get("status") != "True":
+        cond_message = str(cond.get("message") or "")
+        out.extend(
+            parse_kueue_message(
+                cond_message, str(cond.get("reason") or "") or None, ReasonSource.CONDITION
+            )
+        )
+    pending_events = [
+        e for e in ctx.workload_events() if text(e, "reason") in _PENDING_EVENT_REASONS
+    ]
+    if pending_events:
+        latest = pending_events[-1]
+        message = event_message(latest)
+        if message and message != cond_message:
+            out.extend(parse_kueue_message(message, text(latest, "reason"), ReasonSource.EVENT))
+    gated = condition(ctx.workload, "BlockedOnPreemptionGates")
+    if gated is not None and gated.get("status") == "True":
+        r = condition_reason(ctx.workload, "BlockedOnPreemptionGates")
+        if r is not None:
+            out.append(r)
+    return out
+
+
+def queue_object_reasons(ctx: Context) -> list[Reason]:
+    """What the queue objects themselves say, whether or not Kueue wrote it on the Workload."""
+    out: list[Reason] = []
+    lq_ref = ctx.lq_ref()
+    if ctx.queue_name and isinstance(ctx.inp.local_queue, Absent):
+        out.append(
+            Reason(
+                Code.LOCAL_QUEUE_NOT_FOUND,
+                f"LocalQueue {ctx.queue_name} does not exist in namespace {ctx.namespace}",
+                ReasonSource.OBJECT,
+                object=lq_ref,
+            )
+        )
+    if ctx.local_queue is not None:
+        stop = text(ctx.local_queue, "spec", "stopPolicy")
+        if stop and stop != "None":
+            out.append(
+                Reason(
+                    Code.LOCAL_QUEUE_STOPPED,
+                    f"LocalQueue {ctx.queue_name} has stopPolicy {stop}",
+                    ReasonSource.OBJECT,
+                    object=lq_ref,
+                )
+            )
+        active = condition(ctx.local_queue, "Active")
+        if active is not None and active.get("status") == "False":
+            lq_reason = str(active.get("reason") or "")
+            code = {
+                "Stopped": Code.LOCAL_QUEUE_STOPPED,
+                "ClusterQueueDoesNotExist": Code.CLUSTER_QUEUE_NOT_FOUND,
+                "ClusterQueueIsInactive": Code.CLUSTER_QUEUE_INACTIVE,
+            }.get(lq_reason, Code.LOCAL_QUEUE_INACTIVE)
+            out.append(
+                Reason(
+                    code,
+                    f"LocalQueue {ctx.queue_name} is not active ({lq_reason}): "
+                    f"{active.get('message') or ''}".rstrip(": "),
+                    ReasonSource.OBJECT,
+                    kueue_reason=lq_reason or None,
+                    object=ctx.cq_ref() if code.startswith("ClusterQueue") else lq_ref,
+                )
+            )
+    cq_ref = ctx.cq_ref()
+    if ctx.cq_name and isinstance(ctx.inp.cluster_queue, Absent):
+        out.append(
+            Reason(
+                Code.CLUSTER_QUEUE_NOT_FOUND,
+                f"ClusterQueue {ctx.cq_name} does not exist",
+                ReasonSource.OBJECT,
+                object=cq_ref,
+            )
+        )
+    if ctx.cluster_queue is not None:
+        stop = text(ctx.cluster_queue, "spec", "stopPolicy")
+        if stop and stop != "None":
+            out.append(
+                Reason(
+                    Code.CLUSTER_QUEUE_STOPPED,
+                    f"ClusterQueue {ctx.cq_name} has stopPolicy {stop}",
+                    ReasonSource.OBJECT,
+                    object=cq_ref,
+                )
+            )
+        active = condition(ctx.cluster_queue, "Active")
+        if active is not None and active.get("status") == "False":
+            out.extend(_cluster_queue_inactive_causes(ctx, active))
+    return out
+
+
+# "Can't admit new workloads: references missing ResourceFlavor(s): a,b, references inactive
+# AdmissionCheck(s): c." (Kueue v0.17 pkg/cache/scheduler/clusterqueue.go inactiveReason: the
+# condition's reason is only the first cause; the message lists them all.)
+_CQ_CAUSES: tuple[tuple[re.Pattern[str], Code, str], ...] = (
+    (re.compile(r"references missing ResourceFlavor\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.FLAVOR_NOT_FOUND, "ResourceFlavor"),
+    (re.compile(r"references missing AdmissionCheck\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.ADMISSION_CHECK_NOT_FOUND, "AdmissionCheck"),
+    (re.compile(r"references inactive AdmissionCheck\(s\): (?P<n>\S+?)(?:, |\.?$)"),
+     Code.ADMISSION_CHECK_INACTIVE, "AdmissionCheck"),
+    (re.compile(r'there is no Topology "(?P<n>[^"]+)"'), Code.TOPOLOGY_NOT_FOUND, "Topology"),
+)  # fmt: skip
+
+
+_CQ_REASON_CODES = {
+    "Terminating": Code.CLUSTER_QUEUE_TERMINATING,
+    "Stopped": Code.CLUSTER_QUEUE_STOPPED,
+    "FlavorNotFound": Code.FLAVOR_NOT_FOUND,
+    "AdmissionCheckNotFound": Code.ADMISSION_CHECK_NOT_FOUND,
+    "AdmissionCheckInactive": Code.ADMISSION_CHECK_INACTIVE,
+    "TopologyNotFound": Code.TOPOLOGY_NOT_FOUND,
+    "MultipleMultiKueueAdmissionChecks": Code.MULTIKUEUE_MISCONFIGURED,
+    "MultiKueueAdmissionCheckAppliedPerFlavor": Code.MULTIKUEUE_MISCONFIGURED,
+    "MultiKueueWithProvisioningRequest": Code.MULTIKUEUE_MISCONFIGURED,
+    "CohortCycleDetected": Code.COHORT_CYCLE_DETECTED,
+}
+
+
+_CAUSE_TEXT = {
+    Code.FLAVOR_NOT_FOUND: "references ResourceFlavor {n}, which does not exist",
+    Code.ADMISSION_CHECK_NOT_FOUND: "references AdmissionCheck {n}, which does not exist",
+    Code.ADMISSION_CHECK_INACTIVE: "references AdmissionCheck {n}, which is not active",
+    Code.TOPOLOGY_NOT_FOUND: "uses Topology {n}, which does not exist",
+}
+
+
+def _cluster_queue_inactive_causes(ctx: Context, active: KubeObject) -> list[Reason]:
+    """One reason per concrete cause of Active=False, each naming the object to fix."""
+    kueue_reason = str(active.get("reason") or "") or None
+    message = str(active.get("message") or "")
+    cq_ref = ctx.cq_ref()
+    out: list[Reason] = []
+    for pattern, code, kind in _CQ_CAUSES:
+        for m in pattern.finditer(message):
+            for object_name in filter(None, m.group("n").split(",")):
+                out.append(
+                    Reason(
+                        code,
+                        f"ClusterQueue {ctx.cq_name} "
+                        + _CAUSE_TEXT[code].format(n=object_name)
+                        + f" (Active=False, {kueue_reason}): {message}",
+                        ReasonSource.OBJECT,
+                        kueue_reason=kueue_reason,
+                        object=ObjectRef(kind, object_name, None, KUEUE_API),
+                    )
+                )
+    if out:
+        return out
+    code = _CQ_REASON_CODES.get(kueue_reason or "", Code.CLUSTER_QUEUE_INACTIVE)
+    obj = cq_ref
+    if code is Code.COHORT_CYCLE_DETECTED and ctx.cohort_ref() is not None:
+        obj = ctx.cohort_ref()
+    return [
+        Reason(
+            code,
+            f"ClusterQueue {ctx.cq_name} is not active ({kueue_reason}): {message}".rstrip(": "),
+            ReasonSource.OBJECT,
+            kueue_reason=kueue_reason,
+            object=obj,
+        )
+    ]
+
+
+def _queue_cannot_admit(ctx: Context) -> bool:
+    """The LocalQueue or ClusterQueue admits nothing now, whatever the quota says."""
+    for obj in (ctx.local_queue, ctx.cluster_queue):
+        if obj is None:
+            continue
+        stop = text(obj, "spec", "stopPolicy")
+        active = condition(obj, "Active")
+        if (stop and stop != "None") or (active is not None and active.get("status") == "False"):
+            return True
+    return False
+
+
+def quota_report(ctx: Context) -> QuotaReport:
+    if ctx.workload is None:
+        return QuotaReport(visibility=Visibility.NOT_APPLICABLE)
+    if not ctx.cq_name:
+        if isinstance(ctx.inp.local_queue, Forbidden):
+            return QuotaReport(
+                visibility=Visibility.FORBIDDEN, detail="you may not read the LocalQueue"
+            )
+        return QuotaReport(
+            visibility=Visibility.ABSENT, detail="the Workload's ClusterQueue is not known"
+        )
+    if isinstance(ctx.inp.cluster_queue, Forbidden):
+        return QuotaReport(
+            visibility=Visibility.FORBIDDEN,
+            cluster_queue=ctx.cq_name,
+            detail=f"you may not read ClusterQueue {ctx.cq_name}",
+        )
+    if ctx.cluster_queue is None:
+        return QuotaReport(
+            visibility=Visibility.ABSENT,
+            cluster_queue=ctx.cq_name,
+            detail=f"ClusterQueue {ctx.cq_name} does not exist",
+        )
+    return assess_quota(
+        cluster_queue=ctx.cluster_queue,
+        requests=workload_requests(ctx.workload),
+        holds_reservation=condition_true(ctx.workload, "QuotaReserved"),
+        queue_inactive=_queue_cannot_admit(ctx),
+        cluster_queues=known(ctx.inp.cluster_queues),
+        cohorts=known(ctx.inp.cohorts),
+    )

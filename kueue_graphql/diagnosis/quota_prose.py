@@ -1,0 +1,116 @@
+"""Quota reasons with their figures and the one-line summary of a Workload waiting for quota."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from fractions import Fraction
+
+from kueue_graphql.diagnosis.blocking import code_group
+from kueue_graphql.diagnosis.context import Context
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.messages import parse_taint
+from kueue_graphql.kueue.model import Forbidden, Number, QuotaReport, Reason, ReasonSource
+from kueue_graphql.kueue.vocabulary import Code, CodeGroup
+
+__all__ = ["annotate_with_quota", "quota_summary", "with_workload_needs"]
+
+
+def with_workload_needs(
+    reasons: list[Reason], needs: Mapping[str, Fraction] | None
+) -> list[Reason]:
+    """Quota reasons carry, as `requested`, the one aggregate the quota lines use: all pod
+    sets, per resource, as Kueue counts them (Kueue's message names only the pod set that
+    failed and what earlier ones took)."""
+    if not needs:
+        return reasons
+    out = []
+    for r in reasons:
+        total = needs.get(r.resource or "")
+        if r.code == Code.EXCEEDS_MAX_QUOTA and total is not None:
+            aggregate = Number("requested", total, _q(total, r.resource))
+            r = replace(
+                r, numbers=tuple(aggregate if n.name == "requested" else n for n in r.numbers)
+            )
+        out.append(r)
+    return out
+
+
+def annotate_with_quota(reasons: list[Reason], quota: QuotaReport) -> list[Reason]:
+    """Add the ClusterQueue's nominal quota to quota reasons, where the caller may read it."""
+    out = []
+    for r in reasons:
+        if r.code in (Code.EXCEEDS_MAX_QUOTA, Code.WAITING_FOR_QUOTA) and quota.lines:
+            line = next(
+                (x for x in quota.lines if x.flavor == r.flavor and x.resource == r.resource),
+                None,
+            )
+            if line is not None:
+                extra = [
+                    Number("nominalQuota", line.nominal_quota, _q(line.nominal_quota, r.resource))
+                ]
+                if r.number("requested") is None:
+                    extra.append(
+                        Number("requested", line.requested, _q(line.requested, r.resource))
+                    )
+                if line.borrowing_limit is not None:
+                    extra.append(
+                        Number(
+                            "borrowingLimit",
+                            line.borrowing_limit,
+                            _q(line.borrowing_limit, r.resource),
+                        )
+                    )
+                extra.append(Number("reserved", line.reserved, _q(line.reserved, r.resource)))
+                r = replace(r, numbers=r.numbers + tuple(extra))
+        out.append(r)
+    return out
+
+
+def _q(value: Fraction, resource: str | None) -> str:
+    return format_quantity(value, resource)
+
+
+def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -> str:
+    first = reasons[0]
+    if first.code == Code.WAITING_FOR_QUOTA:
+        # The most severe quota reason speaks (KEP-10852's precedence): a later pod set that
+        # can never fit outweighs an earlier one that must wait.
+        first = next((r for r in reasons if r.code == Code.EXCEEDS_MAX_QUOTA), first)
+    res = first.resource
+    causes = [
+        r
+        for r in reasons
+        if code_group(r) is CodeGroup.QUEUE_CONFIGURATION and r.source is ReasonSource.OBJECT
+    ]
+    if causes and first.code in (Code.CLUSTER_QUEUE_INACTIVE, Code.LOCAL_QUEUE_INACTIVE):
+        named = "; ".join(c.message.split(" (Active=False")[0] for c in causes)
+        return f"ClusterQueue {ctx.cq_name} cannot admit any Workload: {named}"
+    if first.code == Code.CLUSTER_QUEUE_INACTIVE and isinstance(ctx.inp.cluster_queue, Forbidden):
+        return (
+            f"{first.message}; you may not read ClusterQueue {ctx.cq_name}, so the cause "
+            "(its Active condition) is hidden from you: ask an admin"
+        )
+    if first.code == Code.EXCEEDS_MAX_QUOTA:
+        req, cap = first.number("requested"), first.number("maximumCapacity")
+        if req is not None and cap is not None:
+            return (
+                f"needs {format_quantity(req, res)} {res} at once in flavor {first.flavor}, "
+                f"more than the {format_quantity(cap, res)} its ClusterQueue can ever provide"
+            )
+    if first.code == Code.UNTOLERATED_FLAVOR_TAINT:
+        taint = first.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
+        parsed = parse_taint(taint)
+        shown = f"{parsed[0]}={parsed[1] or ''}:{parsed[2] or ''}" if parsed else taint
+        return (
+            f"no flavor can be assigned: flavor {first.flavor} is for nodes tainted {shown} "
+            "and the Pod template does not tolerate that taint"
+        )
+    if first.code == Code.WAITING_FOR_QUOTA:
+        more = first.number("moreNeeded")
+        if more is not None:
+            return (
+                f"waits for quota: {format_quantity(more, res)} more {res} must be free "
+                f"in flavor {first.flavor}"
+            )
+    return first.message

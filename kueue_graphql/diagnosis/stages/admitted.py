@@ -1,0 +1,112 @@
+"""The admitted stage: Pods not readable, not created yet, not placed by kube-scheduler, not
+started, or running.
+"""
+
+from __future__ import annotations
+
+from kueue_graphql.diagnosis.context import Context
+from kueue_graphql.diagnosis.evidence import (
+    condition_reason,
+    quota_report,
+)
+from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
+from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
+from kueue_graphql.diagnosis.report import build, owner_from_workload
+from kueue_graphql.kueue.model import ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.objects import (
+    condition_true,
+    dig,
+    ref,
+    text,
+)
+from kueue_graphql.kueue.vocabulary import Code
+
+__all__ = ["admitted"]
+
+
+def admitted(ctx: Context) -> Diagnosis:
+    assert ctx.workload is not None
+    quota = quota_report(ctx)
+    admitted = condition_reason(ctx.workload, "Admitted")
+    base = [admitted] if admitted is not None else []
+    if not ctx.pods_readable:
+        ready = condition_true(ctx.workload, "PodsReady")
+        reason = Reason(
+            Code.PODS_NOT_READABLE,
+            "you may not read the Pods; the stage comes from the Workload's PodsReady condition",
+            ReasonSource.OBJECT,
+        )
+        stage = Stage.RUNNING if ready else Stage.ADMITTED_PODS_PENDING
+        return build(ctx, stage, Layer.RUNTIME, reason.message, None, [reason, *base], quota)
+    if not ctx.pods:
+        suspended = dig(ctx.owner, "spec", "suspend") is True
+        if suspended:
+            reason = Reason(
+                Code.OWNER_STILL_SUSPENDED,
+                "admitted, but Kueue has not unsuspended the owner yet",
+                ReasonSource.OBJECT,
+                object=ref(ctx.owner) if ctx.owner is not None else None,
+            )
+            return build(
+                ctx,
+                Stage.ADMITTED_PODS_PENDING,
+                Layer.KUEUE,
+                reason.message,
+                reason.object,
+                [reason, *base],
+                quota,
+            )
+        reason = Reason(
+            Code.NO_PODS_YET,
+            "admitted, but the owner's controller has not created Pods yet",
+            ReasonSource.OBJECT,
+        )
+        return build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.RUNTIME,
+            reason.message,
+            owner_from_workload(ctx.workload),
+            [reason, *base],
+            quota,
+        )
+    pending = [p for p in ctx.pods if text(p, "status", "phase") in (None, "Pending")]
+    problems = [pod_problem(p, ctx.events, ctx.nodes) for p in pending]
+    unscheduled = [pr for p, pr in zip(pending, problems, strict=True) if is_unscheduled(p)]
+    if unscheduled:
+        reasons = [r for pr in unscheduled for r in pr.reasons] + base
+        first = unscheduled[0]
+        fault = next((r for r in first.reasons if r.code == Code.NO_NODE_FITS), None)
+        summary = f"admitted by Kueue; kube-scheduler cannot place Pod {first.pod.name}: " + (
+            fault.message if fault else first.scheduled_message or "no PodScheduled condition yet"
+        )
+        return build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.SCHEDULER,
+            summary,
+            first.pod,
+            reasons,
+            quota,
+            problems,
+        )
+    running = [p for p in ctx.pods if text(p, "status", "phase") == "Running"]
+    if pending and not running:
+        reasons = [r for pr in problems for r in pr.reasons] + base
+        first = problems[0]
+        node = first.node_name
+        summary = f"admitted and placed on node {node}; Pod {first.pod.name} has not started"
+        blocking = ObjectRef("Node", node, None, "v1") if node else first.pod
+        return build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.RUNTIME,
+            summary,
+            blocking,
+            reasons,
+            quota,
+            problems,
+        )
+    phases = sorted({text(p, "status", "phase") or "Unknown" for p in ctx.pods})
+    summary = f"admitted and running ({len(ctx.pods)} Pod(s): {', '.join(phases)})"
+    return build(ctx, Stage.RUNNING, Layer.RUNTIME, summary, None, base, quota, problems)

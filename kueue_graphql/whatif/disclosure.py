@@ -1,0 +1,45 @@
+"""whatIf's answer without quota figures, for callers the disclosure policy shows no numbers:
+Kueue's messages with every figure cut off, reasons without their numbers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from kueue_graphql.kueue.model import Reason
+from kueue_graphql.whatif.model import PodSetOutcome
+
+__all__ = ["outcome_without_numbers", "reason_without_numbers", "strip_numbers"]
+
+
+_NUMBERS = (
+    re.compile(
+        r", previously considered podsets requests \([^)]*\) \+ current podset request "
+        r"\([^)]*\) > maximum capacity \([^)]*\)"
+    ),
+    re.compile(r", [^,;]* more needed"),
+)
+
+
+def strip_numbers(message: str) -> str:
+    """Kueue's message with every quota figure cut off (numbers not disclosed)."""
+    for pattern in _NUMBERS:
+        message = pattern.sub("", message)
+    return message
+
+
+def outcome_without_numbers(outcome: PodSetOutcome) -> PodSetOutcome:
+    groups = tuple(
+        replace(
+            g,
+            attempts=tuple(
+                replace(a, reasons=tuple(strip_numbers(r) for r in a.reasons)) for a in g.attempts
+            ),
+        )
+        for g in outcome.groups
+    )
+    return replace(outcome, groups=groups)
+
+
+def reason_without_numbers(reason: Reason) -> Reason:
+    return replace(reason, message=strip_numbers(reason.message), numbers=())

@@ -1,0 +1,297 @@
+"""whatIf's user-facing prose: the one-line summary, the detail and the next steps.
+
+Derived from the answer only (verdict, groups, quota lines, Kueue's messages): nothing here
+decides a verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict, known
+from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.quota import FlavorResource
+from kueue_graphql.whatif.flavorassigner import FLAVOR_CODES, go_taint
+from kueue_graphql.whatif.model import (
+    ZERO,
+    GroupAssignment,
+    PodSetOutcome,
+    WhatIfInput,
+    WhatIfResult,
+)
+
+__all__ = ["detail", "explained"]
+
+
+def detail(
+    inp: WhatIfInput, groups_unknown: bool, lines: Mapping[FlavorResource, QuotaLine]
+) -> str:
+    parts = []
+    if groups_unknown or not inp.show_numbers:
+        parts.append(inp.hidden_because)
+    if not groups_unknown and any(line.verdict is Verdict.UNKNOWN for line in lines.values()):
+        parts.append("cohort members could not be read; what the cohort can lend is unknown")
+    if isinstance(inp.resource_flavors, Forbidden | Absent) and not groups_unknown:
+        parts.append("ResourceFlavors could not be read: taints and node labels not checked")
+    if not inp.candidates_complete and not groups_unknown and _within_cq_preemption(inp):
+        parts.append(
+            "preemption is simulated over the admitted Workloads you may read only: other "
+            "namespaces' admitted Workloads in the ClusterQueue are not seen"
+        )
+    return "; ".join(p for p in parts if p)
+
+
+def _within_cq_preemption(inp: WhatIfInput) -> bool:
+    cq = known(inp.cluster_queue)
+    return text(cq, "spec", "preemption", "withinClusterQueue") in (
+        "LowerPriority",
+        "LowerOrNewerEqualPriority",
+    )
+
+
+def explained(result: WhatIfResult, inp: WhatIfInput) -> WhatIfResult:
+    return replace(result, summary=_summary(result), next_steps=tuple(_unique(_steps(result, inp))))
+
+
+def _unique(steps: Iterator[str]) -> Iterator[str]:
+    seen: set[str] = set()
+    for step in steps:
+        if step not in seen:
+            seen.add(step)
+            yield step
+
+
+def _limiting(result: WhatIfResult) -> GroupAssignment | None:
+    groups = [g for o in result.pod_sets for g in o.groups if g.verdict is result.verdict]
+    return groups[0] if groups else None
+
+
+def _line(result: WhatIfResult, flavor: str | None, resource: str) -> QuotaLine | None:
+    return next((x for x in result.lines if x.flavor == flavor and x.resource == resource), None)
+
+
+def _limiting_line(result: WhatIfResult, group: GroupAssignment) -> QuotaLine | None:
+    """The quota line that decides the group's verdict (its flavor, or the flavors tried)."""
+    flavors = [group.flavor] if group.flavor else [a.flavor for a in group.attempts]
+    for flavor in flavors:
+        for res in group.resources:
+            line = _line(result, flavor, res)
+            if line is not None and line.verdict is group.verdict:
+                return line
+    return None
+
+
+_QUEUE_SUMMARY = {
+    "LOCAL_QUEUE_STOPPED": "LocalQueue {lq} is stopped: Kueue holds every Workload in it until it "
+    "is resumed",
+    "CLUSTER_QUEUE_STOPPED": "ClusterQueue {cq} is stopped: Kueue admits nothing from it until "
+    "it is resumed",
+    "CLUSTER_QUEUE_NOT_FOUND": "LocalQueue {lq} points to ClusterQueue {cq}, which does not exist",
+    "CLUSTER_QUEUE_INACTIVE": "ClusterQueue {cq} is inactive (misconfigured), it admits nothing",
+    "NAMESPACE_NOT_SELECTED": "ClusterQueue {cq}'s namespaceSelector excludes namespace {ns}",
+}
+
+
+def _summary(result: WhatIfResult) -> str:
+    verdict = result.verdict.value.lower().replace("_", " ")
+    lq, cq = result.local_queue, result.cluster_queue
+    if result.limited_by in _QUEUE_SUMMARY:
+        return f"{verdict}: " + _QUEUE_SUMMARY[result.limited_by].format(lq=lq, cq=cq, ns="")
+    if result.verdict is Verdict.UNKNOWN and result.limited_by == "NOT_DISCLOSED":
+        return f"unknown: {result.detail}"
+    if result.verdict is Verdict.FITS_NOW:
+        parts = []
+        for outcome in result.pod_sets:
+            for g in outcome.groups:
+                borrow = " (borrowing from its cohort)" if g.borrows else ""
+                if g.preempts_first_in:
+                    borrow += (
+                        f" (unless Kueue finds lower-priority Workloads to preempt in flavor "
+                        f"{g.preempts_first_in} first)"
+                    )
+                parts.append(
+                    f"pod set {g.pod_set}: flavor {g.flavor} for {', '.join(g.resources)}{borrow}"
+                )
+        text_ = f"fits now in ClusterQueue {cq}: " + "; ".join(parts)
+        if result.admission_checks:
+            text_ += "; then admission checks " + ", ".join(result.admission_checks) + " decide"
+        return text_
+    group = _limiting(result)
+    if group is None:
+        return f"{verdict}"
+    line = _limiting_line(result, group)
+    if result.verdict is Verdict.NEVER_FITS:
+        if group.limited_by in FLAVOR_CODES:
+            reason = group.attempts[0].reasons[0] if group.attempts else ""
+            return f"never fits: no flavor of ClusterQueue {cq} can take the Pods ({reason})"
+        if group.limited_by == "NOT_IN_CLUSTER_QUEUE":
+            return f"never fits: ClusterQueue {cq} has no quota for {', '.join(group.resources)}"
+        if line is not None and result.numbers_shown and line.maximum_capacity is not None:
+            res = line.resource
+            return (
+                f"never fits: needs {format_quantity(line.requested, res)} {res} at once in "
+                f"flavor {line.flavor}, more than the "
+                f"{format_quantity(line.maximum_capacity, res)} ClusterQueue "
+                f"{cq} can ever provide ({line.limited_by})"
+            )
+        return (
+            f"never fits: needs more {', '.join(group.resources)} at once than ClusterQueue {cq} "
+            f"can ever provide ({group.limited_by})"
+        )
+    if result.verdict is Verdict.MUST_WAIT and result.preempts:
+        return (
+            f"must wait for preemption: Kueue would preempt {result.preempts} admitted "
+            f"Workload(s) of lower priority than {result.priority} in ClusterQueue {cq} "
+            f"(withinClusterQueue policy) and admit it in flavor {group.flavor} once they are "
+            "evicted"
+        )
+    if result.verdict is Verdict.MUST_WAIT:
+        if line is not None and result.numbers_shown and line.available_now is not None:
+            res = line.resource
+            return (
+                f"must wait: {format_quantity(line.requested - line.available_now, res)} more "
+                f"{res} must be free in flavor {line.flavor} of ClusterQueue {cq} "
+                f"({line.limited_by}); "
+                "it fits once admitted Workloads release it"
+            )
+        return (
+            f"must wait: not enough unused {', '.join(group.resources)} in flavor {group.flavor} "
+            f"of ClusterQueue {cq} now ({group.limited_by}); it fits once admitted Workloads "
+            "release it"
+        )
+    return f"unknown: {result.detail}" if result.detail else "unknown"
+
+
+def _toleration_for(taint_text: str, flavors: Mapping[str, KubeObject], flavor: str) -> str | None:
+    for taint in items(flavors.get(flavor), "spec", "nodeTaints"):
+        if go_taint(taint) in taint_text:
+            value = f', value: "{taint["value"]}"' if taint.get("value") else ""
+            operator = "Equal" if taint.get("value") else "Exists"
+            return (
+                f"{{key: {taint.get('key')}, operator: {operator}{value}, "
+                f"effect: {taint.get('effect')}}}"
+            )
+    return None
+
+
+def _steps(result: WhatIfResult, inp: WhatIfInput) -> Iterator[str]:
+    lq, cq = result.local_queue, result.cluster_queue
+    flavors = {name(f): f for f in known(inp.resource_flavors) or []}
+    limited = result.limited_by
+    if limited == "LOCAL_QUEUE_STOPPED":
+        yield f"Ask the owner of LocalQueue {lq} to resume it, or submit to another LocalQueue."
+    elif limited == "CLUSTER_QUEUE_STOPPED":
+        yield f"Ask an admin to resume ClusterQueue {cq}, or submit to another LocalQueue."
+    elif limited in ("CLUSTER_QUEUE_NOT_FOUND", "CLUSTER_QUEUE_INACTIVE"):
+        yield f"Submit to another LocalQueue: an admin must create or fix ClusterQueue {cq} first."
+    elif limited == "NAMESPACE_NOT_SELECTED":
+        yield f"Submit to another LocalQueue: ClusterQueue {cq} does not take this namespace."
+    elif limited == "NOT_DISCLOSED":
+        yield (
+            f"Ask an admin for read access to ClusterQueue {cq}, or to enable the service's "
+            "quota disclosure policy (serve --quota-disclosure)."
+        )
+    if result.verdict is Verdict.FITS_NOW:
+        yield f"Submit it to LocalQueue {lq}: Kueue would reserve its quota in the next cycle."
+        if result.admission_checks:
+            yield (
+                "After the quota reservation, admission checks "
+                f"{', '.join(result.admission_checks)} must pass before its Pods are created."
+            )
+        return
+    for outcome in result.pod_sets:
+        for group in outcome.groups:
+            if group.verdict is Verdict.FITS_NOW:
+                continue
+            yield from _group_steps(result, outcome, group, flavors)
+    if result.verdict in (Verdict.NEVER_FITS, Verdict.MUST_WAIT) and limited not in _QUEUE_SUMMARY:
+        yield "Or submit to another LocalQueue whose ClusterQueue has room (ask whatIf for it)."
+
+
+def _group_steps(
+    result: WhatIfResult,
+    outcome: PodSetOutcome,
+    group: GroupAssignment,
+    flavors: Mapping[str, KubeObject],
+) -> Iterator[str]:
+    cq = result.cluster_queue
+    if group.limited_by in FLAVOR_CODES:
+        for attempt in group.attempts:
+            for reason in attempt.reasons:
+                if reason.startswith("untolerated taint"):
+                    toleration = _toleration_for(reason, flavors, attempt.flavor)
+                    shown = (
+                        f": spec.template.spec.tolerations: [{toleration}]" if toleration else ""
+                    )
+                    yield (
+                        f"Flavor {attempt.flavor} only offers tainted nodes: add a toleration to "
+                        f"pod set {group.pod_set} if it may run there{shown}."
+                    )
+                elif "node affinity" in reason:
+                    yield (
+                        f"Pod set {group.pod_set}'s nodeSelector/affinity excludes flavor "
+                        f"{attempt.flavor}'s node labels: relax it to match that flavor."
+                    )
+                elif reason.endswith("not found"):
+                    yield f"ResourceFlavor {attempt.flavor} is missing: an admin must create it."
+        return
+    if group.limited_by == "NOT_IN_CLUSTER_QUEUE":
+        yield (
+            f"Drop the request for {', '.join(group.resources)}: ClusterQueue {cq} has no quota "
+            "for it."
+        )
+        return
+    line = _limiting_line(result, group)
+    if not result.numbers_shown or line is None:
+        if group.verdict is Verdict.NEVER_FITS:
+            yield (
+                f"Ask for less {', '.join(group.resources)} at once (fewer Pods or less per Pod): "
+                "Kueue admits all Pods of a Workload together."
+            )
+        elif group.verdict is Verdict.MUST_WAIT:
+            yield "Submit and wait: it is admitted once admitted Workloads release quota."
+        return
+    res = line.resource
+    per_pod = outcome.per_pod.get(res, ZERO)
+    if group.verdict is Verdict.NEVER_FITS and line.maximum_capacity is not None:
+        cap = line.maximum_capacity - (line.requested - outcome.total.get(res, ZERO))
+        pods = int(cap // per_pod) if per_pod else 0
+        fewer = (
+            f" (e.g. {pods} Pods of {format_quantity(per_pod, res)})"
+            if 0 < pods < outcome.count
+            else ""
+        )
+        yield (
+            f"Ask for at most {format_quantity(max(ZERO, cap), res)} {res} at once in pod set "
+            f"{group.pod_set}{fewer}: ClusterQueue {cq} can never provide more in flavor "
+            f"{line.flavor} (Kueue admits all Pods of a Workload together)."
+        )
+        limit = "borrowingLimit" if line.limited_by == "BORROWING_LIMIT" else "nominalQuota"
+        yield f"Or ask an admin to raise the {limit} of ClusterQueue {cq} for {res}."
+    elif group.verdict is Verdict.MUST_WAIT and line.available_now is not None:
+        more = line.requested - line.available_now
+        yield (
+            f"Submit and wait: it is admitted once {format_quantity(more, res)} more {res} is "
+            f"free in flavor {line.flavor} (admitted Workloads finishing)."
+        )
+        room = line.available_now - (line.requested - outcome.total.get(res, ZERO))
+        if room > 0:
+            pods = int(room // per_pod) if per_pod else 0
+            fewer = (
+                f" (e.g. {pods} Pods of {format_quantity(per_pod, res)})"
+                if 0 < pods < outcome.count
+                else ""
+            )
+            yield f"Or ask for at most {format_quantity(room, res)} {res} to start now{fewer}."
+        if group.preempts:
+            yield (
+                f"Submitting it preempts {group.preempts} lower-priority Workload(s) of "
+                f"ClusterQueue {cq}: they are evicted and requeued."
+            )
+        elif group.may_preempt:
+            yield (
+                f"Kueue may preempt Workloads of lower priority to make room, as ClusterQueue "
+                f"{cq}'s preemption policy allows (not simulated here)."
+            )

@@ -1,0 +1,155 @@
+"""whatIf's model: the Workload-to-be (its pod sets), what the answer may look at, and the answer.
+
+The input mirrors what Kueue's scheduler sees of a Workload (pkg/workload: pod sets, priority) and
+of the cluster (pkg/cache/scheduler's snapshot: ClusterQueue, ResourceFlavors, cohort members, the
+admitted Workloads that are preemption candidates), with Observed markers where a read was refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from kueue_graphql.kueue.model import (
+    Absent,
+    KubeObject,
+    Observed,
+    QuotaLine,
+    Reason,
+    Verdict,
+)
+
+__all__ = [
+    "RANK",
+    "ZERO",
+    "FlavorAttempt",
+    "GroupAssignment",
+    "PodSetOutcome",
+    "PreemptionCandidate",
+    "ProposedPodSet",
+    "WhatIfInput",
+    "WhatIfResult",
+]
+
+ZERO = Fraction(0)
+RANK = {
+    Verdict.NEVER_FITS: 0,
+    Verdict.QUEUE_INACTIVE: 1,
+    Verdict.UNKNOWN: 2,
+    Verdict.MUST_WAIT: 3,
+    Verdict.FITS_NOW: 4,
+}
+
+
+@dataclass(frozen=True)
+class ProposedPodSet:
+    """One pod set of the Workload-to-be: `count` Pods of `per_pod` each."""
+
+    name: str
+    count: int
+    per_pod: Mapping[str, Fraction]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    affinity_terms: tuple[Mapping[str, Any], ...] = ()
+    """requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms, as JSON."""
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class PreemptionCandidate:
+    """An admitted Workload of the ClusterQueue: its priority, when its quota was reserved
+    (ISO text, for Kueue's "most recently admitted first"), and the quota it holds."""
+
+    priority: int
+    admitted_at: str
+    reserved: Mapping[tuple[str, str], Fraction]
+
+
+@dataclass(frozen=True)
+class WhatIfInput:
+    """What the answer may look at. `local_queue` the caller could `get`; the rest as read
+    (by the caller, or by the service under the disclosure policy), markers where not."""
+
+    namespace: str
+    local_queue: KubeObject
+    pod_sets: Sequence[ProposedPodSet]
+    cluster_queue: Observed[KubeObject] = field(default_factory=Absent)
+    resource_flavors: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    cluster_queues: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    cohorts: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    namespace_labels: Observed[Mapping[str, str]] = field(default_factory=Absent)
+    show_numbers: bool = True
+    """False: verdict, flavors and reasons without any quota figure (disclosure policy)."""
+    hidden_because: str = ""
+    """Why numbers are not shown, or why the ClusterQueue could not be read."""
+    priority: int = 0
+    """The Workload's priority (its WorkloadPriorityClass or PriorityClass value; 0 without)."""
+    priority_class: str | None = None
+    candidates: Sequence[PreemptionCandidate] = ()
+    """The ClusterQueue's admitted Workloads the caller may read (preemption candidates)."""
+    candidates_complete: bool = False
+    """`candidates` are every admitted Workload of the ClusterQueue."""
+
+
+@dataclass(frozen=True)
+class FlavorAttempt:
+    flavor: str
+    verdict: Verdict
+    borrows: bool
+    reasons: tuple[str, ...]
+    """Kueue's words for why it does not fit now (empty when it fits)."""
+
+
+@dataclass(frozen=True)
+class GroupAssignment:
+    """One resource group of one pod set: the flavor Kueue would assign, or why none."""
+
+    pod_set: str
+    resources: tuple[str, ...]
+    flavor: str | None
+    """FITS_NOW: the flavor Kueue assigns now. MUST_WAIT: the first flavor waiting can give."""
+    verdict: Verdict
+    limited_by: str | None
+    borrows: bool
+    may_preempt: bool
+    """Kueue would try preemption for this flavor (not simulated here)."""
+    attempts: tuple[FlavorAttempt, ...]
+    preempts_first_in: str | None = None
+    """FITS_NOW in `flavor`, but an earlier flavor where Kueue stops to preempt instead when it
+    finds admitted Workloads of lower priority there (whenCanPreempt: MayStopSearch)."""
+    preempts: int = 0
+    """MUST_WAIT in `flavor`: Kueue would preempt this many lower-priority Workloads of the
+    ClusterQueue to admit it (0: none found among those the caller may read)."""
+
+
+@dataclass(frozen=True)
+class PodSetOutcome:
+    name: str
+    count: int
+    per_pod: Mapping[str, Fraction]
+    total: Mapping[str, Fraction]
+    groups: tuple[GroupAssignment, ...]
+
+
+@dataclass(frozen=True)
+class WhatIfResult:
+    verdict: Verdict
+    limited_by: str | None
+    summary: str
+    local_queue: str
+    cluster_queue: str | None
+    numbers_shown: bool
+    detail: str
+    pod_sets: tuple[PodSetOutcome, ...]
+    lines: tuple[QuotaLine, ...]
+    reasons: tuple[Reason, ...]
+    kueue_message: str | None
+    """The QuotaReserved=False message Kueue would write, or None when it would admit."""
+    admission_checks: tuple[str, ...]
+    next_steps: tuple[str, ...]
+    priority: int = 0
+    priority_class: str | None = None
+    preempts: int = 0
+    """Kueue would preempt this many Workloads to admit it (then it is admitted once they are
+    evicted); 0 when it would not, or none the caller may read would free enough."""
