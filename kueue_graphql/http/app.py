@@ -71,11 +71,13 @@ from kueue_graphql.http.websocket import (
 from kueue_graphql.http.ws_log import install_ws_task_log_filter
 from kueue_graphql.http.ws_messages import MessageLimits
 from kueue_graphql.kube.authz import Authorizer, service_identity_problems
+from kueue_graphql.kube.cache_changes import CacheChanges
 from kueue_graphql.kube.changes import ChangeSources, WatchSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
-from kueue_graphql.kube.informer import InformerCollector
+from kueue_graphql.kube.informer_factory import SharedInformerFactory
+from kueue_graphql.kube.reflector_metrics import ReflectorCollector
 from kueue_graphql.kube.transport import build_api_client, close_api_client
-from kueue_graphql.lookups.cached import CacheChanges, KueueCache
+from kueue_graphql.lookups.cache_indexes import kueue_cache
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,7 @@ class Services:
     # Why the service's own identity cannot serve callers (empty: it can); /readyz reports it.
     identity_problems: list[str] = field(default_factory=list)
     # `cache` read mode only: the watch-fed stores of the Kueue kinds.
-    cache: KueueCache | None = None
+    cache: SharedInformerFactory | None = None
 
 
 def build_services(
@@ -488,13 +490,13 @@ async def readyz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
-async def freeze_when_synced(cache: KueueCache) -> None:
+async def freeze_when_synced(cache: SharedInformerFactory) -> None:
     """Once every informer has its first complete list: collect, then freeze what exists out of
     the garbage collector. The cached objects (some 1.5 million containers at 10,000 Workloads)
     live until a watch event replaces them; frozen, full collections no longer walk them.
     Objects that arrive later are collected as usual; a frozen one is still freed by its
     reference count when the store drops it (decoded JSON holds no reference cycles)."""
-    await asyncio.gather(*(informer.settled() for informer in cache.informers.values()))
+    await cache.settled()
     started = time.perf_counter()
     gc.collect()
     gc.freeze()
@@ -549,13 +551,13 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         sys.setswitchinterval(GIL_SWITCH_INTERVAL_SECONDS)
         if settings.read_mode is ReadMode.CACHE:
             # Informers read under the service's own identity, on the watch client's pool.
-            cache = KueueCache(watch_client)
+            cache = kueue_cache(watch_client)
             cache.start()
             app.state.services.cache = cache
             # A registry of this app's own: two apps in one process (tests) each report their
             # informers, and the process-wide REGISTRY would refuse the second's names.
             cache_metrics = CollectorRegistry(auto_describe=True)
-            cache_metrics.register(InformerCollector(cache.informers.values()))
+            cache_metrics.register(ReflectorCollector(cache.reflectors.values()))
             app.state.cache_metrics = cache_metrics
             if settings.cache_gc_freeze:
                 freezing = asyncio.create_task(freeze_when_synced(cache), name="cache gc freeze")

@@ -568,7 +568,7 @@ async def _quiescent(server: Server, round_tasks: set[asyncio.Task[Any]]) -> Non
     started still running, no API connection in use (but the informers' watches). Work still
     in flight ends within the bound."""
     services = server.app.state.services
-    informer_watches = 0 if services.cache is None else len(services.cache.informers)
+    informer_watches = 0 if services.cache is None else len(services.cache.reflectors)
     state: dict[str, Any] = {}
 
     async def at_rest() -> bool:
