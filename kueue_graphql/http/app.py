@@ -42,8 +42,6 @@ from kueue_graphql.auth import (
 )
 from kueue_graphql.context import LiveRegistry, RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError, UnauthenticatedError
-from kueue_graphql.core.memory import FreeMemoryReturner, glibc_malloc_trim
-from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.access_log import install_access_log_redaction
 from kueue_graphql.http.document_size import document_size_limit, too_large
@@ -54,6 +52,7 @@ from kueue_graphql.http.graphiql import (
     local_asset_page,
 )
 from kueue_graphql.http.json_input import JsonInputError, decode_json
+from kueue_graphql.http.memory import FreeMemoryReturner, glibc_malloc_trim
 from kueue_graphql.http.middleware import (
     BodySizeLimit,
     ConcurrencyLimit,
@@ -78,6 +77,7 @@ from kueue_graphql.kube.informer_factory import SharedInformerFactory
 from kueue_graphql.kube.reflector_metrics import ReflectorCollector
 from kueue_graphql.kube.transport import build_api_client, close_api_client
 from kueue_graphql.lookups.cache_indexes import kueue_cache
+from kueue_graphql.observe.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 

@@ -22,18 +22,18 @@ import aiohttp
 
 from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
 from kueue_graphql.core.identity import Identity
-from kueue_graphql.core.metrics import (
-    API_CALL_SECONDS,
-    API_CALLS,
-    API_RESPONSE_BYTES,
-    api_resource,
-    api_verb,
-)
 from kueue_graphql.kube.transport import (
     IMPERSONATE_PREFIX,
     RawResponse,
     RepeatedHeaderRESTClient,
     header_lines,
+)
+from kueue_graphql.observe.metrics import (
+    API_CALL_SECONDS,
+    API_CALLS,
+    API_RESPONSE_BYTES,
+    api_resource,
+    api_verb,
 )
 
 log = logging.getLogger(__name__)
