@@ -38,8 +38,8 @@ from typing import Any
 import httpx
 import yaml
 
+from kueue_graphql.cli.render import WHY_QUERY
 from kueue_graphql.diagnosis.quantity import parse_quantity
-from kueue_graphql.graph.diagnosis import WHY_QUERY
 from kueue_graphql.graph.whatif import WHAT_IF_QUERY
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
