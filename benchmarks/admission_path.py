@@ -49,7 +49,6 @@ import asyncio
 import json
 import math
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -61,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import httpx
+from launch import free_port, launched
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".cluster"
@@ -205,35 +204,10 @@ def metrics_url(url: str) -> str:
     return f"{base}:{int(port) + 1}"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 KUBECONFIGS = {
     "impersonate": "kueue-graphql-server.kubeconfig",
     "cache": "kueue-graphql-cache-server.kubeconfig",
 }
-
-
-def wait_ready(
-    url: str, process: subprocess.Popen[bytes], seconds: float, what: str = "the server"
-) -> float:
-    """Poll `url`/readyz until it answers 200; the seconds that took. SystemExit when the
-    process exits first or `seconds` pass (every benchmark that starts a server uses this)."""
-    started = time.monotonic()
-    while time.monotonic() - started < seconds:
-        if process.poll() is not None:
-            raise SystemExit(f"{what} exited with {process.returncode}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return time.monotonic() - started
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise SystemExit(f"{what} did not become ready within {seconds:g} s")
 
 
 @contextmanager
@@ -244,19 +218,10 @@ def server(
     command = [sys.executable, str(Path(__file__).with_name("server.py"))]
     command += [str(STATE / "users" / KUBECONFIGS[read_mode]), str(port)]
     command += [cache_ttl or "default", read_mode]
-    process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        # The cache read mode is ready once every informer has listed its kind.
-        wait_ready(url, process, 120)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # The cache read mode is ready once every informer has listed its kind.
+    with launched(command, port, ready_seconds=120, cwd=ROOT, env=env) as (url, process, _):
         yield url, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 class Client:

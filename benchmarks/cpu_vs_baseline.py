@@ -52,11 +52,10 @@ from admission_path import (
     ROOT,
     STATE,
     cpu_seconds,
-    free_port,
     percentile,
     token,
-    wait_ready,
 )
+from launch import free_port, launched
 
 QUERIES = {"alice": ADMISSION_PATH_TENANT, "viewer": ADMISSION_PATH}
 VARIABLES = {"ns": "team-a", "job": "too-big-3x1cpu"}
@@ -97,19 +96,11 @@ def server(label: str, tree: Path) -> Iterator[tuple[str, subprocess.Popen[bytes
     command += ["--kubeconfig", str(KUBECONFIG), "--port", str(port), "--log-level", "warning"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUEUE_GRAPHQL_")}
     env.pop("VIRTUAL_ENV", None)
-    process = subprocess.Popen(command, cwd=tree, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, process, 120, f"the {label} server")
+    what = f"the {label} server"
+    with launched(command, port, ready_seconds=120, cwd=tree, env=env, what=what) as started:
+        url, process, _ = started
         print(f"  {label} server ready (pid {process.pid}, {tree})", flush=True)
         yield url, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @dataclass

@@ -3,7 +3,8 @@
 
     uv run python benchmarks/gc_pause.py [--workloads 10000]
 
-It fills an ObjectStore (lookups/store.py, as an informer's list does) with Workloads shaped
+It fills the Workload store (kube/store.py, indexed by lookups/cache_indexes.py, as a
+reflector's list does) with Workloads shaped
 like `make bench-scale`'s pending ones as the API server returns them (metadata, spec, a
 QuotaReserved=False condition, resourceRequests; managedFields stripped as on ingest), then
 times `gc.collect()` three times before and after `gc.freeze()`. In the server a full
@@ -21,7 +22,7 @@ from typing import Any
 from scale import workload
 
 from kueue_graphql.kube.resources import WORKLOAD
-from kueue_graphql.lookups.store import ObjectStore
+from kueue_graphql.lookups.cache_indexes import kueue_store
 
 
 def as_listed(index: int) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workloads", type=int, default=10_000)
     args = parser.parse_args()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace([as_listed(i) for i in range(args.workloads)], "1")
     gc.collect()
     print(f"{store.size()} Workloads cached; {len(gc.get_objects())} objects tracked by the GC")

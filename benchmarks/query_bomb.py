@@ -55,7 +55,6 @@ import json
 import multiprocessing
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -69,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from admission_path import wait_ready
+from launch import free_port, launched
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -109,13 +108,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used (/proc/<pid>/stat fields 14 and 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def token(user: str) -> str:
@@ -195,18 +187,11 @@ def server() -> Iterator[Server]:
     command = [sys.executable, __file__, "--serve", str(report), "--"]
     command += ["--kubeconfig", str(STATE / "users" / "kueue-graphql-server.kubeconfig")]
     command += ["--port", str(port), "--log-level", "warning"]
-    process = subprocess.Popen(command, cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        wait_ready(url, process, 180)  # the CLI imports for 30-60 s on a loaded machine
-        yield Server(url, process, report)
+        # The CLI imports for 30-60 s on a loaded machine.
+        with launched(command, port, ready_seconds=180, cwd=ROOT) as (url, process, _):
+            yield Server(url, process, report)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
         report.unlink(missing_ok=True)
         report.parent.rmdir()
 

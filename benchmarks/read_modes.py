@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+from launch import free_port, launched
 
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".cluster"
@@ -45,12 +44,6 @@ QUERIES = {
           localQueues(first: 20, namespace: "team-a") { nodes { name } } }""",
     ),
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -99,36 +92,12 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, float]:
         )
     )
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kueue_graphql.cli",
-            "serve",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--port",
-            str(port),
-            "--metrics-port",
-            str(port + 1),
-            "--read-mode",
-            mode,
-            "--log-level",
-            "warning",
-        ],
-    )
+    command = [sys.executable, "-m", "kueue_graphql.cli", "serve"]
+    command += ["--kubeconfig", str(kubeconfig), "--port", str(port)]
+    command += ["--metrics-port", str(port + 1), "--read-mode", mode, "--log-level", "warning"]
     p50s: dict[str, float] = {}
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        else:
-            raise SystemExit(f"{mode} server not ready within 60 s")
+    what = f"the {mode} server"
+    with launched(command, port, ready_seconds=60, what=what) as (url, process, _):
         print(f"\n--read-mode {mode} (pid {process.pid})")
         print(
             f"{'query':16} {'n':>4} {'p50 ms':>7} {'p95 ms':>7} {'calls':>6} "
@@ -158,9 +127,6 @@ def run_mode(mode: str, args: argparse.Namespace) -> dict[str, float]:
                     f"{percentile(seconds, 95) * 1000:7.1f} {sum(calls) / len(calls):6.1f} "
                     f"{kueue:6.1f} {cpu / len(seconds) * 1000:10.1f}"
                 )
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
     return p50s
 
 

@@ -53,11 +53,10 @@ from admission_path import (
     ROOT,
     STATE,
     cpu_seconds,
-    free_port,
     percentile,
     rss_kib,
-    wait_ready,
 )
+from launch import free_port, launched
 
 NAMESPACE = "bench-scale"
 LOCAL_QUEUE = "lq-bench-scale"
@@ -354,19 +353,10 @@ def server(
     command += ["--port", str(port), "--metrics-port", str(port + 1), "--log-level", "warning"]
     command += ["--read-mode", read_mode] if with_flag else []
     command += list(extra)
-    process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        took = wait_ready(url, process, 300)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with launched(command, port, ready_seconds=300, cwd=ROOT, env=env) as (url, process, took):
         print(f"  server ready in {took:.1f} s (pid {process.pid})")
         yield url, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 METRIC = re.compile(r"^kueue_graphql_api_response_bytes_total\{(.*)\} (\S+)$")

@@ -24,8 +24,8 @@ from cachetools import TTLCache
 
 from kueue_graphql.core.errors import UnauthenticatedError, UnavailableError
 from kueue_graphql.core.identity import Identity
-from kueue_graphql.core.metrics import TOKEN_REVIEWS
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, KubeClient
+from kueue_graphql.observe.metrics import TOKEN_REVIEWS
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kueue_graphql.cli.arguments import _parser
+from kueue_graphql.cli.render import WHY_QUERY, render_diagnosis, render_what_if
 from kueue_graphql.cli.settings import SettingError, unknown_variable
 from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
@@ -89,62 +90,6 @@ def what_if_pod_set(args: argparse.Namespace) -> dict[str, Any]:
 
 
 VERDICT_EXIT = {"FITS_NOW": 0, "MUST_WAIT": 3, "NEVER_FITS": 4, "QUEUE_INACTIVE": 5, "UNKNOWN": 5}
-
-
-def render_what_if(w: dict[str, Any]) -> str:
-    """The `whatIf` result (WHAT_IF_QUERY's shape) as text for a terminal."""
-    out = [f"{w['verdict']}: {w['summary']}"]
-    queue = (w.get("localQueue") or {}).get("name")
-    out.append(
-        f"  LocalQueue {queue}, ClusterQueue {w.get('clusterQueueName') or '-'}; figures from "
-        f"{w['numbersFrom']}"
-    )
-    if w.get("priorityClass"):
-        out.append(f"  priority {w.get('priority')} (class {w['priorityClass']})")
-    if w.get("detail") and w["detail"] not in w["summary"]:
-        out.append(f"  ({w['detail']})")
-    for ps in w.get("podSets") or []:
-        per_pod = ", ".join(f"{r['resource']}={r['quantity']}" for r in ps["requests"])
-        out.append(f"Pod set {ps['name']}: {ps['count']} x ({per_pod})")
-        for g in ps.get("resourceGroups") or []:
-            extra = " borrowing" if g.get("borrows") else ""
-            if g.get("preemptsFirstIn"):
-                extra += f" (unless Kueue preempts in {g['preemptsFirstIn']} first)"
-            if g.get("preempts"):
-                extra += f" (preempting {g['preempts']} lower-priority Workload(s))"
-            limited = f" ({g['limitedBy']})" if g.get("limitedBy") else ""
-            out.append(
-                f"  {', '.join(g['resources'])}: flavor {g.get('flavor') or '-'}, "
-                f"{g['verdict']}{limited}{extra}"
-            )
-            for a in g.get("attempts") or []:
-                for reason in a.get("reasons") or []:
-                    out.append(f"    {a['flavor']}: {reason}")
-    if w.get("quota"):
-        out.append("Quota:")
-        out.append(
-            "  flavor/resource            requested  nominal  borrowLimit  reserved  max-ever  "
-            "free-now  verdict"
-        )
-        for line in w["quota"]:
-            fr = f"{line['flavor']}/{line['resource']}"
-            limited = f" ({line['limitedBy']})" if line.get("limitedBy") else ""
-
-            def q(value: dict[str, Any] | None) -> str:
-                return value["quantity"] if value else "-"
-
-            out.append(
-                f"  {fr:<26} {q(line['requested']):>9}  {q(line['nominalQuota']):>7}  "
-                f"{q(line['borrowingLimit']):>11}  {q(line['reserved']):>8}  "
-                f"{q(line['maximumCapacity']):>8}  {q(line['availableNow']):>8}  "
-                f"{line['verdict']}{limited}"
-            )
-    if w.get("kueueMessage"):
-        out.append(f"Kueue would write: {w['kueueMessage']}")
-    if w.get("nextSteps"):
-        out.append("Next steps:")
-        out.extend(f"  - {step}" for step in w["nextSteps"])
-    return "\n".join(out) + "\n"
 
 
 def parse_target(
@@ -274,7 +219,7 @@ async def _execute(
 
     from kueue_graphql.context import RequestContext
     from kueue_graphql.graph.schema import build_schema
-    from kueue_graphql.http.app import build_services
+    from kueue_graphql.http.services import build_services
     from kueue_graphql.kube.client import ApiCallMeter, KubeClient
     from kueue_graphql.kube.transport import build_api_client, close_api_client
 
@@ -332,7 +277,6 @@ def _print(
 
 async def _why(args: argparse.Namespace) -> int:
     """`diagnose` (or with --what-if, `whatIf(fromJob:)`) for one target."""
-    from kueue_graphql.graph.diagnosis import WHY_QUERY, render_text
     from kueue_graphql.graph.whatif import WHAT_IF_QUERY
 
     try:
@@ -361,7 +305,7 @@ async def _why(args: argparse.Namespace) -> int:
         _print(args, data, errors, "whatIf", render_what_if)
         verdict = ((data or {}).get("whatIf") or {}).get("verdict")
         return 1 if errors or verdict is None else VERDICT_EXIT.get(verdict, 5)
-    _print(args, data, errors, "diagnose", render_text)
+    _print(args, data, errors, "diagnose", render_diagnosis)
     return 1 if errors else 0
 
 

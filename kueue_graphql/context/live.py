@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kueue_graphql.core.errors import BadRequestError
-from kueue_graphql.core.metrics import SUBSCRIPTIONS_OPEN
+from kueue_graphql.observe.metrics import SUBSCRIPTIONS_OPEN
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class LiveRegistry:
 
     def __init__(self, limits: LiveLimits, on_closed: Callable[[], None] | None = None) -> None:
         self.limits = limits
-        # Called after each slot is freed (core.memory.FreeMemoryReturner.closed).
+        # Called after each slot is freed (http.memory.FreeMemoryReturner.closed).
         self.on_closed = on_closed
         self.total = 0
         self.by_identity: Counter[str] = Counter()

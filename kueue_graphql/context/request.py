@@ -17,8 +17,9 @@ from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.changes import ChangeSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
+from kueue_graphql.kube.informer_factory import SharedInformerFactory
 from kueue_graphql.lookups import ApiServerReader, KueueReader
-from kueue_graphql.lookups.cached import CachedQuotaReads, CacheReader, KueueCache
+from kueue_graphql.lookups.cached import CachedQuotaReads, CacheReader
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, ServiceQuotaReads
 
 
@@ -89,7 +90,7 @@ class RequestContext:
         impersonate: bool,
         limits: RequestLimits,
         quota_disclosure: QuotaDisclosure = QuotaDisclosure.NONE,
-        cache: KueueCache | None = None,
+        cache: SharedInformerFactory | None = None,
     ) -> RequestContext:
         meter = ApiCallMeter(
             budget=limits.api_call_budget, deadline=time.monotonic() + limits.deadline_seconds

@@ -12,7 +12,7 @@ from kueue_graphql.graph.common import JSON, Info, as_json, field, metadata, rea
 from kueue_graphql.graph.pagination import Connection, connection, page_request, paginate
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import COHORT
-from kueue_graphql.lookups.paging import page_of
+from kueue_graphql.lookups import page_of
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.event import Event

@@ -6,7 +6,6 @@ The input is loaded as the calling user by `kueue_graphql.lookups.diagnosis`; th
 
 from __future__ import annotations
 
-import shlex
 from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any
@@ -24,37 +23,24 @@ from kueue_graphql.graph.node import Node
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
 from kueue_graphql.graph.workload import Workload
+from kueue_graphql.kube.kubectl_commands import command_accesses
 from kueue_graphql.kube.resources import (
-    ADMISSION_CHECK,
-    CLUSTER_QUEUE,
-    COHORT,
     DEPLOYMENT,
-    EVENT,
-    JOB,
-    LOCAL_QUEUE,
-    NODE,
-    POD,
-    RESOURCE_FLAVOR,
-    VISIBILITY_LOCAL_QUEUE,
-    WORKLOAD,
-    Resource,
     canonical_kind,
 )
 from kueue_graphql.kueue.exact import as_decimal, format_quantity
 from kueue_graphql.kueue.quantity import decimal_text
 from kueue_graphql.kueue.vocabulary import KUEUE_DEPLOYMENT, kueue_version_of
-from kueue_graphql.lookups import Access, KueueReader, diagnosis_input_for_owner, observe
+from kueue_graphql.lookups import KueueReader, diagnosis_input_for_owner, observe
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.ahead import AheadOfMe
 
 __all__ = [
-    "WHY_QUERY",
     "Diagnosis",
     "DiagnosisQuery",
     "diagnose_object",
     "diagnose_workload",
-    "render_text",
 ]
 
 # The pure diagnosis' enums, registered as GraphQL enums (strawberry.enum returns the class).
@@ -457,96 +443,6 @@ class Diagnosis:
         return kept
 
 
-_VISIBILITY_CLUSTER_QUEUE = Resource(
-    "ClusterQueue",
-    VISIBILITY_LOCAL_QUEUE.group,
-    VISIBILITY_LOCAL_QUEUE.version,
-    "clusterqueues",
-    False,
-)
-_COMMAND_KINDS = {
-    "job": JOB,
-    "jobs": JOB,
-    "workload": WORKLOAD,
-    "workloads": WORKLOAD,
-    "localqueue": LOCAL_QUEUE,
-    "clusterqueue": CLUSTER_QUEUE,
-    "clusterqueues": CLUSTER_QUEUE,
-    "cohorts": COHORT,
-    "resourceflavor": RESOURCE_FLAVOR,
-    "admissioncheck": ADMISSION_CHECK,
-    "events": EVENT,
-    "nodes": NODE,
-    "node": NODE,
-    "pod": POD,
-    "pods": POD,
-}
-
-
-def command_accesses(command: str) -> list[Access] | None:
-    """What running one of the diagnosis's own kubectl commands reads (None: a form this does
-    not know, so it is not shown)."""
-    argv = shlex.split(command)[1:]
-    options: dict[str, str] = {}
-    positional: list[str] = []
-    index = 0
-    while index < len(argv):
-        arg = argv[index]
-        if arg in ("-n", "-o", "-l", "-c", "--for", "--field-selector", "--raw"):
-            options[arg] = argv[index + 1] if index + 1 < len(argv) else ""
-            index += 2
-            continue
-        if arg.startswith("-"):
-            options[arg] = ""
-        else:
-            positional.append(arg)
-        index += 1
-    ns = options.get("-n")
-    cluster_wide = "-A" in options
-    if positional[:1] == ["get"] and "--raw" in options:
-        parts = options["--raw"].strip("/").split("/")
-        if len(parts) == 8 and parts[1] == VISIBILITY_LOCAL_QUEUE.group:
-            return [Access("get", VISIBILITY_LOCAL_QUEUE, parts[4], parts[6], "pendingworkloads")]
-        return None
-    if positional[:1] == ["get"] and len(positional) in (2, 3):
-        resource = _COMMAND_KINDS.get(positional[1])
-        if resource is None:
-            return None
-        name = positional[2] if len(positional) == 3 else None
-        scope = ns if resource.namespaced else None
-        return [Access("get" if name else "list", resource, scope, name)]
-    if positional[:2] == ["describe", "pod"] and len(positional) == 3:
-        return [Access("get", POD, ns, positional[2]), Access("list", EVENT, ns)]
-    if positional[:2] == ["describe", "node"] and len(positional) == 3:
-        # describe node also lists the node's Pods and its Events in every namespace.
-        return [
-            Access("get", NODE, None, positional[2]),
-            Access("list", POD),
-            Access("list", EVENT),
-        ]
-    if positional[:2] == ["kueue", "list"] and len(positional) == 3:
-        listed = _COMMAND_KINDS.get(positional[2])
-        if listed is None:
-            return None
-        accesses = [Access("list", listed, None if cluster_wide else ns)]
-        if listed is WORKLOAD:
-            # kueuectl shows queue positions from the visibility API of each ClusterQueue.
-            accesses.append(
-                Access("get", _VISIBILITY_CLUSTER_QUEUE, subresource="pendingworkloads")
-            )
-        owner = options.get("--for")
-        if owner:
-            kind, _, name = owner.partition("/")
-            owner_resource = _COMMAND_KINDS.get(kind)
-            if owner_resource is None:
-                return None
-            accesses.append(Access("get", owner_resource, ns, name))
-        if "-c" in options:
-            accesses.append(Access("get", CLUSTER_QUEUE, None, options["-c"]))
-        return accesses
-    return None
-
-
 def diagnose_workload(workload_input: dx.DiagnosisInput) -> Diagnosis:
     return Diagnosis(result=dx.diagnose(workload_input))
 
@@ -568,154 +464,3 @@ async def diagnose_object(reader: KueueReader, namespace: str, kind: str, name: 
     return diagnose_workload(
         await diagnosis_input_for_owner(reader, namespace, canonical_kind(kind), name)
     )
-
-
-# -- the query behind `kueue-graphql why`, and its human-readable rendering ------------------
-
-WHY_QUERY = """
-query Why($namespace: String!, $kind: String!, $name: String!) {
-  diagnose(namespace: $namespace, kind: $kind, name: $name) {
-    stage
-    layer
-    summary
-    owner { kind name }
-    workload { name }
-    localQueue { name }
-    clusterQueue { name }
-    blockingRef { kind name namespace }
-    reasons {
-      code kueueReason message source resource flavor podSet
-      object { kind name namespace }
-      numbers { name quantity amount }
-    }
-    quota {
-      visibility clusterQueue verdict detail
-      lines {
-        flavor resource verdict limitedBy cohort countsThisWorkload
-        requested { quantity amount } nominalQuota { quantity amount }
-        borrowingLimit { quantity amount } lendingLimit { quantity amount }
-        reserved { quantity amount } used { quantity amount } borrowed { quantity amount }
-        maximumCapacity { quantity amount } availableNow { quantity amount }
-        cohortCanLend { quantity amount }
-      }
-    }
-    pods {
-      pod { name }
-      phase scheduledStatus scheduledReason scheduledMessage nodeName nodeSelector
-      tolerations failedScheduling
-      reasons { code message resource object { kind name } }
-    }
-    queuePosition { visibility positionInClusterQueue positionInLocalQueue priority detail }
-    preemptor { uid workload { name namespace } job { name } }
-    evictions { reason underlyingCause count }
-    nextSteps
-    commands
-  }
-}
-"""
-
-
-def _q(amount: Any) -> str:
-    return str(amount["quantity"]) if isinstance(amount, dict) else "-"
-
-
-def render_text(d: dict[str, Any]) -> str:
-    """The `diagnose` result (WHY_QUERY's shape) as text for a terminal."""
-    out: list[str] = []
-    owner = d.get("owner") or {"kind": "Workload", "name": (d.get("workload") or {}).get("name")}
-    target = f"{owner.get('kind') or 'Workload'}/{owner.get('name') or '?'}"
-    out.append(f"{target}: {d['stage']} (look at: {d['layer']})")
-    out.append(f"  {d['summary']}")
-    workload = (d.get("workload") or {}).get("name")
-    queues = [
-        f"Workload {workload}" if workload else "no Workload",
-        f"LocalQueue {(d.get('localQueue') or {}).get('name', '-')}",
-        f"ClusterQueue {(d.get('clusterQueue') or {}).get('name', '-')}",
-    ]
-    out.append("  " + ", ".join(queues))
-    blocking = d.get("blockingRef")
-    if blocking:
-        where = f" -n {blocking['namespace']}" if blocking.get("namespace") else ""
-        out.append(f"  held by: {blocking['kind']} {blocking['name']}{where}")
-    if d.get("reasons"):
-        out.append("")
-        out.append("Reasons:")
-        for r in d["reasons"]:
-            written = f" [{r['kueueReason']}]" if r.get("kueueReason") else ""
-            out.append(f"  - {r['code']}{written} ({r['source'].lower()}): {r['message']}")
-            nums = ", ".join(f"{n['name']}={n['quantity']}" for n in r.get("numbers") or [])
-            if nums:
-                out.append(f"      {nums}")
-    quota = d["quota"]
-    if quota["visibility"] != "NOT_APPLICABLE":
-        out.append("")
-        header = f"Quota in ClusterQueue {quota.get('clusterQueue') or '-'}"
-        if quota["visibility"] != "AVAILABLE":
-            out.append(f"{header}: {quota['visibility']} ({quota['detail']})")
-        else:
-            out.append(f"{header}: {quota.get('verdict')}")
-            out.append(
-                "  flavor/resource            requested  nominal  borrowLimit  reserved  "
-                "max-ever  free-now  verdict"
-            )
-            for line in quota["lines"]:
-                fr = f"{line['flavor']}/{line['resource']}"
-                limited = f" ({line['limitedBy']})" if line.get("limitedBy") else ""
-                out.append(
-                    f"  {fr:<26} {_q(line['requested']):>9}  {_q(line['nominalQuota']):>7}  "
-                    f"{_q(line['borrowingLimit']):>11}  {_q(line['reserved']):>8}  "
-                    f"{_q(line['maximumCapacity']):>8}  {_q(line['availableNow']):>8}  "
-                    f"{line['verdict']}{limited}"
-                )
-            if quota.get("detail"):
-                out.append(f"  ({quota['detail']})")
-    for pod in d.get("pods") or []:
-        out.append("")
-        out.append(
-            f"Pod {pod['pod']['name']}: {pod['phase']}, PodScheduled={pod['scheduledStatus']} "
-            f"{pod.get('scheduledReason') or ''}".rstrip()
-        )
-        if pod.get("nodeSelector"):
-            out.append(f"  nodeSelector: {', '.join(pod['nodeSelector'])}")
-        if pod.get("scheduledMessage"):
-            out.append(f"  scheduler: {pod['scheduledMessage']}")
-        for r in pod.get("reasons") or []:
-            out.append(f"  - {r['code']}: {r['message']}")
-    position = d["queuePosition"]
-    if position["visibility"] == "AVAILABLE":
-        out.append("")
-        out.append(
-            f"Queue position: {position['positionInLocalQueue']} in LocalQueue, "
-            f"{position['positionInClusterQueue']} in ClusterQueue (0 = next)"
-        )
-        if position.get("detail"):
-            out.append(f"  ({position['detail']})")
-    elif position["visibility"] != "NOT_APPLICABLE":
-        out.append("")
-        out.append(f"Queue position: {position['visibility']} ({position['detail']})")
-    preemptor = d.get("preemptor")
-    if preemptor:
-        out.append("")
-        who = preemptor.get("workload")
-        shown = (
-            f"Workload {who['name']} -n {who['namespace']}"
-            if who
-            else f"a Workload you may not read (UID {preemptor['uid']})"
-        )
-        job = (preemptor.get("job") or {}).get("name")
-        out.append(f"Preempted by: {shown}" + (f" (Job {job})" if job else ""))
-    if d.get("evictions"):
-        rows = ", ".join(
-            "/".join(filter(None, (e["reason"], e["underlyingCause"]))) + f" x{e['count']}"
-            for e in d["evictions"]
-        )
-        out.append(f"Evictions so far: {rows}")
-    if d.get("nextSteps"):
-        out.append("")
-        out.append("Next steps:")
-        out.extend(f"  - {step}" for step in d["nextSteps"])
-    if d.get("commands"):
-        out.append("")
-        out.append("Same evidence with kubectl:")
-        out.extend(f"  $ {cmd}" for cmd in d["commands"])
-    return "\n".join(out) + "\n"

@@ -6,18 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
+from kueue_graphql.graph import queue_fields
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
-    JSON,
-    Condition,
-    FlavorUsage,
     Info,
-    conditions,
     field,
-    flavor_usages,
     reads,
     spec,
-    status,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import LOCAL_QUEUE
@@ -59,37 +54,14 @@ class LocalQueue(KubeObject):
         name = spec(await self.obj(info)).get("clusterQueue")
         return await QueueQuota.load(info, str(name)) if name else None
 
-    @strawberry.field
-    async def stop_policy(self, info: Info) -> str | None:
-        return spec(await self.obj(info)).get("stopPolicy")
-
-    @strawberry.field
-    async def fair_sharing(self, info: Info) -> JSON | None:
-        return spec(await self.obj(info)).get("fairSharing")
-
-    @strawberry.field
-    async def conditions(self, info: Info) -> list[Condition] | None:
-        return conditions(await self.obj(info))
-
-    @strawberry.field
-    async def pending_workloads(self, info: Info) -> int | None:
-        return status(await self.obj(info)).get("pendingWorkloads")
-
-    @strawberry.field
-    async def reserving_workloads(self, info: Info) -> int | None:
-        return status(await self.obj(info)).get("reservingWorkloads")
-
-    @strawberry.field
-    async def admitted_workloads(self, info: Info) -> int | None:
-        return status(await self.obj(info)).get("admittedWorkloads")
-
-    @strawberry.field
-    async def flavors_reservation(self, info: Info) -> list[FlavorUsage] | None:
-        return flavor_usages(status(await self.obj(info)).get("flavorsReservation"))
-
-    @strawberry.field
-    async def flavors_usage(self, info: Info) -> list[FlavorUsage] | None:
-        return flavor_usages(status(await self.obj(info)).get("flavorsUsage"))
+    stop_policy = strawberry.field(resolver=queue_fields.stop_policy)
+    fair_sharing = strawberry.field(resolver=queue_fields.fair_sharing)
+    conditions = strawberry.field(resolver=queue_fields.queue_conditions)
+    pending_workloads = strawberry.field(resolver=queue_fields.pending_workloads)
+    reserving_workloads = strawberry.field(resolver=queue_fields.reserving_workloads)
+    admitted_workloads = strawberry.field(resolver=queue_fields.admitted_workloads)
+    flavors_reservation = strawberry.field(resolver=queue_fields.flavors_reservation)
+    flavors_usage = strawberry.field(resolver=queue_fields.flavors_usage)
 
     @field(description="Workloads submitted to this LocalQueue, paged.")
     async def workloads(

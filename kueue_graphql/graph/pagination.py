@@ -1,7 +1,7 @@
 """Cursor pagination with a required, capped page size.
 
 Pages follow the API server's list order (storage key `<namespace>/<name>`, as `kubectl get -A`
-shows; see lookups.paging) and are cut after the cursor. The cursor is the last item's
+shows; see kube.paging) and are cut after the cursor. The cursor is the last item's
 (namespace, name), so pages stay stable when objects are added or removed elsewhere. Whether
 `totalCount` is selected decides whether the whole list must be read.
 """
@@ -21,8 +21,7 @@ from strawberry.types.nodes import SelectedField
 from kueue_graphql.core.errors import BadRequestError
 from kueue_graphql.graph.common import Info, field
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.lookups import Page, PageRequest
-from kueue_graphql.lookups.paging import page_of
+from kueue_graphql.lookups import Page, PageRequest, page_of
 
 T = TypeVar("T")
 

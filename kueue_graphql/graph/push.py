@@ -8,7 +8,7 @@ its slot freed), the queued results are dropped, and the subscriber gets one las
 `extensions.code` SLOW_CONSUMER when it reads again. Memory per subscription is thereby bounded
 by `limit` results plus what the socket holds, whatever the event rate.
 
-The same wrapper counts pushed messages and why each subscription ended (core.metrics).
+The same wrapper counts pushed messages and why each subscription ended (observe.metrics).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from graphql import GraphQLError
 from strawberry.types import ExecutionResult
 
 from kueue_graphql.core.errors import ErrorCode
-from kueue_graphql.core.metrics import SUBSCRIPTION_MESSAGES, SUBSCRIPTIONS_ENDED
+from kueue_graphql.observe.metrics import SUBSCRIPTION_MESSAGES, SUBSCRIPTIONS_ENDED
 
 CLOSED = "closed"
 COMPLETED = "completed"

@@ -27,7 +27,6 @@ from kueue_graphql import diagnosis as dx
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import BadRequestError, NotFoundError
 from kueue_graphql.core.identity import Identity
-from kueue_graphql.core.metrics import SUBSCRIPTION_RECHECKS, SUBSCRIPTION_RECOMPUTES
 from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.common import LIVE_READS, Info, metadata, status
 from kueue_graphql.graph.diagnosis import Diagnosis, diagnose_object
@@ -36,6 +35,7 @@ from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD
 from kueue_graphql.lookups import Access
+from kueue_graphql.observe.metrics import SUBSCRIPTION_RECHECKS, SUBSCRIPTION_RECOMPUTES
 
 
 def _fresh(info: Info) -> RequestContext:

@@ -18,7 +18,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kueue_graphql.context import RequestContext
-from kueue_graphql.core.metrics import REQUEST_SECONDS, REQUESTS
+from kueue_graphql.observe.metrics import REQUEST_SECONDS, REQUESTS
 
 access_log = logging.getLogger("kueue_graphql.access")
 

@@ -24,9 +24,9 @@ from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from kueue_graphql.http.access_log import install_access_log_redaction
-from kueue_graphql.http.app import build_metrics_app
 from kueue_graphql.http.connection import with_header_deadline
 from kueue_graphql.http.document_size import document_size_limit
+from kueue_graphql.http.probes import build_metrics_app
 from kueue_graphql.http.settings import ServerSettings
 from kueue_graphql.http.ws_protocol import with_slow_consumer_close
 

@@ -17,9 +17,9 @@ from cachetools import TTLCache
 
 from kueue_graphql.core.errors import UnavailableError
 from kueue_graphql.core.identity import Identity
-from kueue_graphql.core.metrics import ACCESS_DECISIONS
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.observe.metrics import ACCESS_DECISIONS
 
 
 @dataclass(frozen=True)

@@ -20,20 +20,27 @@ from urllib.parse import quote
 
 import aiohttp
 
-from kueue_graphql.core.errors import BadRequestError, NotFoundError, ServiceError, UnavailableError
-from kueue_graphql.core.identity import Identity
-from kueue_graphql.core.metrics import (
-    API_CALL_SECONDS,
-    API_CALLS,
-    API_RESPONSE_BYTES,
-    api_resource,
-    api_verb,
+from kueue_graphql.core.errors import (
+    BadRequestError,
+    ForbiddenError,
+    NotFoundError,
+    ServiceError,
+    UnavailableError,
 )
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.resources import Resource
 from kueue_graphql.kube.transport import (
     IMPERSONATE_PREFIX,
     RawResponse,
     RepeatedHeaderRESTClient,
     header_lines,
+)
+from kueue_graphql.observe.metrics import (
+    API_CALL_SECONDS,
+    API_CALLS,
+    API_RESPONSE_BYTES,
+    api_resource,
+    api_verb,
 )
 
 log = logging.getLogger(__name__)
@@ -296,3 +303,19 @@ def raise_for_read(
     if error.status == 401:
         return UnavailableError("the service's own credentials were rejected by the API server")
     return UnavailableError(f"the Kubernetes API server answered {error.status}")
+
+
+def read_error(
+    error: ApiStatusError,
+    verb: str,
+    resource: Resource,
+    namespace: str | None = None,
+    name: str | None = None,
+) -> ServiceError:
+    """A read's API status as its caller sees it: 403 FORBIDDEN naming the verb, resource and
+    scope that were refused; any other status as `raise_for_read` says."""
+    if error.status == 403:
+        return ForbiddenError(
+            verb, resource.group, resource.plural, namespace, name, namespaced=resource.namespaced
+        )
+    return raise_for_read(error, resource.kind, name, namespace)

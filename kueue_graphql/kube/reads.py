@@ -24,7 +24,7 @@ from kueue_graphql.kube.client import (
     ApiStatusError,
     JsonObject,
     KubeClient,
-    raise_for_read,
+    read_error,
 )
 from kueue_graphql.kube.resources import EVENT, VISIBILITY_LOCAL_QUEUE, Resource
 
@@ -175,16 +175,7 @@ class RequestReads:
                 as_identity=await self._as(),
             )
         except ApiStatusError as error:
-            if error.status == 403:
-                raise ForbiddenError(
-                    "get",
-                    key.resource.group,
-                    key.resource.plural,
-                    key.namespace,
-                    key.name,
-                    namespaced=key.resource.namespaced,
-                ) from error
-            raise raise_for_read(error, key.resource.kind, key.name, key.namespace) from error
+            raise read_error(error, "get", key.resource, key.namespace, key.name) from error
 
     # -- lists ---------------------------------------------------------------------------------
 
@@ -255,15 +246,7 @@ class RequestReads:
                     as_identity=await self._as(),
                 )
             except ApiStatusError as error:
-                if error.status == 403:
-                    raise ForbiddenError(
-                        "list",
-                        key.resource.group,
-                        key.resource.plural,
-                        key.namespace,
-                        namespaced=key.resource.namespaced,
-                    ) from error
-                raise raise_for_read(error, key.resource.kind, None, key.namespace) from error
+                raise read_error(error, "list", key.resource, key.namespace) from error
             items: list[JsonObject] = page.get("items") or []
             for item in items:
                 # List items come without apiVersion/kind; put them back so `raw` matches

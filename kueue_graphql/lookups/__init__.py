@@ -7,13 +7,13 @@ plain async functions over JSON objects.
 """
 
 from kueue_graphql.kube.authz import Access
+from kueue_graphql.kube.paging import Page, PageRequest, order_key, page_of
 from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.diagnosis import (
     diagnosis_input_for_owner,
     diagnosis_input_for_workload,
     observe,
 )
-from kueue_graphql.lookups.paging import Page, PageRequest, order_key
 from kueue_graphql.lookups.reader import NO_OWNER_READS, KueueReader, OwnerReads
 from kueue_graphql.lookups.selection import flavor_names, workload_matches
 
@@ -30,5 +30,6 @@ __all__ = [
     "flavor_names",
     "observe",
     "order_key",
+    "page_of",
     "workload_matches",
 ]

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 
 from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.paging import Page, PageCollector, PageRequest, page_of
 from kueue_graphql.kube.reads import RequestReads
 from kueue_graphql.kube.resources import (
     CLUSTER_QUEUE,
@@ -23,7 +24,6 @@ from kueue_graphql.kube.resources import (
     Resource,
     canonical_kind,
 )
-from kueue_graphql.lookups.paging import Page, PageCollector, PageRequest, page_of
 from kueue_graphql.lookups.reader import NO_OWNER_READS, OwnerReads
 from kueue_graphql.lookups.selection import (
     CONTROLLER_UID_LABEL,

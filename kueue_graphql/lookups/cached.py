@@ -1,8 +1,8 @@
 """The `cache` read mode: Kueue objects from shared, watch-fed stores, authorized per caller.
 
-`KueueCache` is process-wide: one informer per Kueue kind (kube/informer.py), reading under the
-SERVICE's own identity, each feeding an indexed store (lookups/store.py). `CacheReader` is per
-request and implements `KueueReader`:
+The cache is process-wide (kube/informer_factory.py, built by lookups/cache_indexes.py): one
+reflector per Kueue kind, reading under the SERVICE's own identity, each feeding an indexed
+store. `CacheReader` is per request and implements `KueueReader`:
 
 - Every answer from a store is first authorized for the caller with a SubjectAccessReview of the
   verb the equivalent kubectl call needs: `get` (namespace, name) for one object, `list` in the
@@ -22,39 +22,31 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kueue_graphql.core.errors import (
-    NotFoundError,
-    ServiceError,
-    UnavailableError,
-)
+from kueue_graphql.core.errors import NotFoundError, ServiceError
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.core.names import check_name, check_namespace
 from kueue_graphql.kube.authz import Access
-from kueue_graphql.kube.changes import ChangeSource, ChangeSources, WatchTarget
-from kueue_graphql.kube.client import ApiCallMeter, JsonObject, KubeClient
-from kueue_graphql.kube.informer import Informer, InformerSettings, start_informers
+from kueue_graphql.kube.client import ApiCallMeter, JsonObject
+from kueue_graphql.kube.informer_factory import SharedInformerFactory
+from kueue_graphql.kube.paging import Page, PageRequest
 from kueue_graphql.kube.reads import PendingRead
 from kueue_graphql.kube.resources import (
-    ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
     JOB,
     LOCAL_QUEUE,
     OWNER_KINDS,
     POD,
-    RESOURCE_FLAVOR,
-    TOPOLOGY,
     WORKLOAD,
-    WORKLOAD_PRIORITY_CLASS,
     Resource,
     canonical_kind,
 )
+from kueue_graphql.kube.store import ALL, ANY, Indexer, PostingKey, namespace_key
 from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
-from kueue_graphql.lookups.paging import Page, PageRequest
 from kueue_graphql.lookups.reader import NO_OWNER_READS, OwnerReads
 from kueue_graphql.lookups.selection import (
     CONTROLLER_UID_LABEL,
@@ -69,18 +61,6 @@ from kueue_graphql.lookups.selection import (
     owner_uid,
     owners_workload,
 )
-from kueue_graphql.lookups.store import ALL, ANY, ObjectStore, PostingKey, namespace_key
-
-CACHED_KINDS = (
-    WORKLOAD,
-    LOCAL_QUEUE,
-    CLUSTER_QUEUE,
-    COHORT,
-    RESOURCE_FLAVOR,
-    ADMISSION_CHECK,
-    WORKLOAD_PRIORITY_CLASS,
-    TOPOLOGY,
-)
 
 
 def _meta(obj: JsonObject) -> JsonObject:
@@ -91,57 +71,15 @@ def _spec(obj: JsonObject) -> JsonObject:
     return obj.get("spec") or {}
 
 
-class KueueCache:
-    """The stores and their informers, shared by every request (process-wide)."""
-
-    def __init__(self, client: KubeClient | None, settings: InformerSettings | None = None) -> None:
-        self.client = client
-        self.settings = settings
-        self.stores = {resource: ObjectStore(resource) for resource in CACHED_KINDS}
-        self.informers: dict[Resource, Informer] = {}
-
-    def start(self) -> None:
-        assert self.client is not None, "a cache without a client is fed by hand (tests)"
-        informers = start_informers(self.client, list(self.stores.items()), self.settings)
-        self.informers = {informer.resource: informer for informer in informers}
-
-    async def stop(self) -> None:
-        await asyncio.gather(*(informer.stop() for informer in self.informers.values()))
-
-    def problems(self) -> list[str]:
-        """Why the cache cannot serve yet (empty: it can): /readyz reports them."""
-        now = time.monotonic()
-        return [
-            problem
-            for informer in self.informers.values()
-            if (problem := informer.problem(now)) is not None
-        ]
-
-    def store_for(self, resource: Resource) -> ObjectStore | None:
-        """The store serving `resource`; None when it is not cached (not a Kueue kind, or its
-        CRD is not served); UnavailableError before its first complete list."""
-        store = self.stores.get(resource)
-        if store is None:
-            return None
-        informer = self.informers.get(resource)
-        if informer is not None and informer.status.absent:
-            return None
-        if not store.synced:
-            raise UnavailableError(
-                f"the service's cache of {resource} is not synced yet; try again shortly"
-            )
-        return store
-
-
 class CacheReader:
     """`KueueReader` over the cache for Kueue kinds, over `direct` (impersonated reads) for
     everything else. See the module docstring for what is authorized how."""
 
-    def __init__(self, direct: ApiServerReader, cache: KueueCache) -> None:
+    def __init__(self, direct: ApiServerReader, cache: SharedInformerFactory) -> None:
         self.direct = direct
         self.cache = cache
         self.meter: ApiCallMeter = direct.meter
-        self._used: dict[Resource, ObjectStore] = {}
+        self._used: dict[Resource, Indexer] = {}
         # Reads started ahead of the field that awaits them (see _start_owner_reads); held so
         # they are not collected while they run.
         self._ahead: set[asyncio.Future[Any]] = set()
@@ -160,7 +98,7 @@ class CacheReader:
     async def _require(self, verb: str, resource: Resource, namespace: str | None) -> None:
         await self.direct.require(Access(verb, resource, namespace))
 
-    def _store(self, resource: Resource) -> ObjectStore | None:
+    def _store(self, resource: Resource) -> Indexer | None:
         store = self.cache.store_for(resource)
         if store is not None:
             self._used[resource] = store
@@ -298,7 +236,7 @@ class CacheReader:
             future.exception()
 
     async def _start_owner_reads(
-        self, store: ObjectStore, namespace: str, kind: str, name: str, next_reads: OwnerReads
+        self, store: Indexer, namespace: str, kind: str, name: str, next_reads: OwnerReads
     ) -> None:
         """Start the impersonated reads the query makes after the Workload (its Events, the
         Job's Pods) now, beside the owner's read, instead of after it: the cache finds the
@@ -457,83 +395,6 @@ class CacheReader:
         return sorted(names)
 
 
-class CacheChanges:
-    """The `cache` read mode's ChangeSources: a subscription on a cached kind is woken once the
-    informer has applied a matching change, so its recompute (from the cache) sees that change;
-    one on another kind (Pods, Jobs) from a watch as the caller, as in `impersonate` mode.
-
-    A wake-up carries no data: what is pushed is recomputed through the caller's authorized
-    reads, and pushed only when it differs."""
-
-    def __init__(self, cache: KueueCache, fallback: ChangeSources) -> None:
-        self.cache = cache
-        self.fallback = fallback
-
-    def open(self, identity: Identity | None, targets: Sequence[WatchTarget]) -> ChangeSource:
-        cached = [t for t in targets if self._cached(t.resource)]
-        other = [t for t in targets if not self._cached(t.resource)]
-        return _CacheChange(
-            self.cache, cached, self.fallback.open(identity, other) if other else None
-        )
-
-    def _cached(self, resource: Resource) -> bool:
-        informer = self.cache.informers.get(resource)
-        return resource in self.cache.stores and not (
-            informer is not None and informer.status.absent
-        )
-
-
-class _CacheChange:
-    def __init__(
-        self, cache: KueueCache, targets: Sequence[WatchTarget], other: ChangeSource | None
-    ) -> None:
-        self._changed = asyncio.Event()
-        self._other = other
-        self._undo: list[Callable[[], None]] = []
-        for target in targets:
-            name = None
-            selector = target.field_selector or ""
-            if selector.startswith("metadata.name="):
-                name = selector.removeprefix("metadata.name=")
-            namespace = target.namespace if target.resource.namespaced else None
-            store = cache.stores[target.resource]
-            self._undo.append(store.listen(namespace, self._matcher(name)))
-
-    def _matcher(self, name: str | None) -> Callable[[JsonObject | None], None]:
-        def changed(obj: JsonObject | None) -> None:
-            if obj is None or name is None or _meta(obj).get("name") == name:
-                self._changed.set()
-
-        return changed
-
-    async def wait(self, quiet_seconds: float) -> bool:
-        own = asyncio.ensure_future(self._changed.wait())
-        waits: set[asyncio.Future[Any]] = {own}
-        if self._other is not None:
-            waits.add(asyncio.ensure_future(self._other.wait(quiet_seconds)))
-        try:
-            done, _ = await asyncio.wait(
-                waits, timeout=quiet_seconds, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            for waiting in waits:
-                waiting.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
-        changed = self._changed.is_set() or any(
-            f is not own and not f.cancelled() and f.exception() is None and f.result() is True
-            for f in done
-        )
-        self._changed.clear()
-        return changed
-
-    async def close(self) -> None:
-        for undo in self._undo:
-            undo()
-        self._undo = []
-        if self._other is not None:
-            await self._other.close()
-
-
 def _queue_order(workload: JsonObject) -> tuple[int, str]:
     """Kueue v0.17's order of a ClusterQueue's pending Workloads (diagnosis/ahead.py): priority,
     higher first, then the queue timestamp: the eviction time of a Workload evicted and
@@ -560,11 +421,11 @@ class CachedQuotaReads:
     hold (PriorityClasses, which are not a Kueue kind; a kind whose store is not served)
     through `fallback`, the per-request service reads."""
 
-    def __init__(self, cache: KueueCache, fallback: ServiceQuotaReads) -> None:
+    def __init__(self, cache: SharedInformerFactory, fallback: ServiceQuotaReads) -> None:
         self._cache = cache
         self._fallback = fallback
 
-    def _store(self, resource: Resource) -> ObjectStore | None:
+    def _store(self, resource: Resource) -> Indexer | None:
         if resource not in self._fallback.KINDS:
             raise ValueError(f"the disclosure policy does not read {resource}")
         return self._cache.store_for(resource)

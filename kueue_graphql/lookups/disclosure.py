@@ -33,7 +33,7 @@ from kueue_graphql.kube.client import (
     ApiStatusError,
     JsonObject,
     KubeClient,
-    raise_for_read,
+    read_error,
 )
 from kueue_graphql.kube.resources import (
     CLUSTER_QUEUE,
@@ -46,6 +46,12 @@ from kueue_graphql.kube.resources import (
 from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.vocabulary import VISIBILITY_API_VERSION, VISIBILITY_GROUP
 from kueue_graphql.lookups.reader import KueueReader
+
+# Kueue's visibility API of a ClusterQueue: read as the service (the policy's own reads), so not
+# in kube/resources.py, which lists what callers are impersonated for.
+_VISIBILITY_CLUSTER_QUEUE = Resource(
+    "ClusterQueue", VISIBILITY_GROUP, VISIBILITY_API_VERSION, "clusterqueues", namespaced=False
+)
 
 __all__ = [
     "DisclosurePolicy",
@@ -112,16 +118,7 @@ class ServiceQuotaReads:
         try:
             return await self._client.request_json("GET", path, meter=self._meter)
         except ApiStatusError as error:
-            if error.status == 403:
-                raise ForbiddenError(
-                    "get" if name else "list",
-                    resource.group,
-                    resource.plural,
-                    None,
-                    name,
-                    namespaced=False,
-                ) from error
-            raise raise_for_read(error, resource.kind, name, None) from error
+            raise read_error(error, "get" if name else "list", resource, None, name) from error
 
     async def cluster_queue(self, name: str) -> JsonObject:
         check_name(name)
@@ -139,11 +136,7 @@ class ServiceQuotaReads:
         try:
             listed = await self._client.request_json("GET", path, meter=self._meter)
         except ApiStatusError as error:
-            if error.status == 403:
-                raise ForbiddenError(
-                    "get", VISIBILITY_GROUP, "clusterqueues", None, name, namespaced=False
-                ) from error
-            raise raise_for_read(error, "ClusterQueue", name, None) from error
+            raise read_error(error, "get", _VISIBILITY_CLUSTER_QUEUE, None, name) from error
         return list(listed.get("items") or [])
 
     async def list_objects(self, resource: Resource) -> list[JsonObject]:

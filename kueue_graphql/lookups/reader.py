@@ -8,9 +8,9 @@ from typing import Protocol
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import ApiCallMeter, JsonObject
+from kueue_graphql.kube.paging import Page, PageRequest
 from kueue_graphql.kube.reads import PendingRead
 from kueue_graphql.kube.resources import Resource
-from kueue_graphql.lookups.paging import Page, PageRequest
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class KueueReader(Protocol):
 
     Every method answers only what the caller may see: a refused read raises ForbiddenError
     (naming the verb kubectl would need), a missing object NotFoundError. Lists are in
-    storage-key order (lookups.paging); a `page` argument returns one page of a list.
+    storage-key order (kube.paging); a `page` argument returns one page of a list.
     """
 
     meter: ApiCallMeter

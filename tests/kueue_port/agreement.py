@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 import yaml
 
-from kueue_graphql.graph.diagnosis import WHY_QUERY
+from kueue_graphql.cli.render import WHY_QUERY
 from kueue_graphql.graph.whatif import WHAT_IF_QUERY
 from kueue_graphql.kueue.exact import parse_quantity
 from kueue_graphql.lookups.disclosure import QuotaDisclosure

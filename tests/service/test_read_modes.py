@@ -19,10 +19,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_graphql.http import ReadMode
 from kueue_graphql.kube.client import ApiCall, KubeClient
-from kueue_graphql.kube.informer import GoneError, Informer
+from kueue_graphql.kube.reflector import GoneError, Reflector
 from kueue_graphql.kube.resources import LOCAL_QUEUE
+from kueue_graphql.kube.store import ALL
 from kueue_graphql.kube.transport import build_api_client, close_api_client
-from kueue_graphql.lookups.store import ALL, ObjectStore
+from kueue_graphql.lookups.cache_indexes import kueue_store
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server, server_in_mode
 from tests.waiting import SETTLE_SECONDS, async_wait_until
@@ -316,8 +317,8 @@ async def test_a_watch_from_a_version_too_old_is_gone_and_the_informer_lists_aga
     of its watch cache) makes the informer list again; the store keeps serving throughout."""
     api_client = await build_api_client(str(cluster.cache_server_kubeconfig), None, False)
     client = KubeClient(api_client)
-    store = ObjectStore(LOCAL_QUEUE)
-    informer = Informer(client, LOCAL_QUEUE, store)
+    store = kueue_store(LOCAL_QUEUE)
+    informer = Reflector(client, LOCAL_QUEUE, store)
     try:
         assert await informer._list()
         listed = store.count(ALL)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from kueue_graphql.context import LiveLimits
-from kueue_graphql.core.metrics import REGISTRY
 from kueue_graphql.http import ReadMode
+from kueue_graphql.observe.metrics import REGISTRY
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import Subscriber, subscriber
@@ -620,7 +620,7 @@ async def _quiescent(server: Server, round_tasks: set[asyncio.Task[Any]]) -> Non
     started still running, no API connection in use (but the informers' watches). Work still
     in flight ends within the bound."""
     services = server.app.state.services
-    informer_watches = 0 if services.cache is None else len(services.cache.informers)
+    informer_watches = 0 if services.cache is None else len(services.cache.reflectors)
     state: dict[str, Any] = {}
 
     async def at_rest() -> bool:

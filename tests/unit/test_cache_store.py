@@ -1,6 +1,7 @@
-"""The `cache` read mode's stores and indexes (lookups/store.py), on objects captured from the
-real control plane (tests/fixtures/captured): every indexed page equals the page cut from a
-brute-force filter of the same objects, through inserts, updates, deletes and re-lists."""
+"""The `cache` read mode's stores and indexes (kube/store.py, lookups/cache_indexes.py), on
+objects captured from the real control plane (tests/fixtures/captured): every indexed page
+equals the page cut from a brute-force filter of the same objects, through inserts, updates,
+deletes and re-lists."""
 
 from __future__ import annotations
 
@@ -12,13 +13,16 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.kube.cache_changes import CacheChanges
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import ApiCallMeter
+from kueue_graphql.kube.paging import Page, PageRequest, object_order_key, page_of
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
+from kueue_graphql.kube.store import ALL, ANY, Indexer, namespace_key
 from kueue_graphql.kueue.conditions import workload_status
-from kueue_graphql.lookups.cached import CacheChanges, CachedQuotaReads, KueueCache
+from kueue_graphql.lookups.cache_indexes import kueue_cache, kueue_store
+from kueue_graphql.lookups.cached import CachedQuotaReads
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
-from kueue_graphql.lookups.paging import Page, PageRequest, object_order_key, page_of
 from kueue_graphql.lookups.selection import (
     admitted_cluster_queue,
     field_selector,
@@ -26,7 +30,6 @@ from kueue_graphql.lookups.selection import (
     label_selector,
     workload_matches,
 )
-from kueue_graphql.lookups.store import ALL, ANY, ObjectStore, namespace_key
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "captured"
 
@@ -69,7 +72,7 @@ def names(page: Page) -> list[tuple[str, str]]:
     return [object_order_key(o) for o in page.items]
 
 
-def all_pages(store: ObjectStore, keys: list[Any], first: int) -> list[tuple[str, str]]:
+def all_pages(store: Indexer, keys: list[Any], first: int) -> list[tuple[str, str]]:
     """Every page in turn, each after the previous one's last object (as a cursor does)."""
     seen: list[tuple[str, str]] = []
     after = None
@@ -87,7 +90,7 @@ def test_managed_fields_are_stripped_and_list_items_get_their_kind() -> None:
     workload = captured_workloads()[0]
     workload["metadata"]["managedFields"] = [{"manager": "kueue"}]
     del workload["kind"]
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace([workload], "10")
     stored = store.get(workload["metadata"]["namespace"], workload["metadata"]["name"])
     assert stored is not None
@@ -114,7 +117,7 @@ def brute_force(
 
 def test_every_filter_combination_pages_like_a_brute_force_filter() -> None:
     workloads = captured_workloads()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace(copy.deepcopy(workloads), "1")
     namespaces = sorted({w["metadata"]["namespace"] for w in workloads})
     queues = sorted({w["spec"].get("queueName") or "" for w in workloads})
@@ -141,7 +144,7 @@ def test_every_filter_combination_pages_like_a_brute_force_filter() -> None:
 
 def test_a_page_matches_page_of_with_totals_and_cursor() -> None:
     workloads = captured_workloads()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace(copy.deepcopy(workloads), "1")
     for after in [None, ("team-a", ""), ("team-a", "zzz"), ("team", "zzz"), ("zzz", "")]:
         request = PageRequest(first=3, after=after)
@@ -154,7 +157,7 @@ def test_a_page_matches_page_of_with_totals_and_cursor() -> None:
 
 def test_union_of_postings_is_merged_in_order() -> None:
     workloads = captured_workloads()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace(copy.deepcopy(workloads), "1")
     keys = [("wl", "team-a-2", ANY, ANY, ANY), ("wl", "team", ANY, ANY, ANY)]
     expected = [
@@ -169,7 +172,7 @@ def test_union_of_postings_is_merged_in_order() -> None:
 
 def test_watch_events_move_objects_between_postings() -> None:
     workloads = captured_workloads()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace(copy.deepcopy(workloads), "1")
     pending = next(w for w in workloads if workload_status(w) == "pending")
     ns, name = pending["metadata"]["namespace"], pending["metadata"]["name"]
@@ -195,7 +198,7 @@ def test_watch_events_move_objects_between_postings() -> None:
 
 def test_a_relist_swaps_a_complete_state_in_at_once() -> None:
     workloads = captured_workloads()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     with pytest.raises(LookupError):
         store.state()
     store.replace(copy.deepcopy(workloads), "1")
@@ -212,7 +215,7 @@ def test_a_relist_swaps_a_complete_state_in_at_once() -> None:
 
 def test_owner_indexes() -> None:
     workloads = captured_workloads()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace(copy.deepcopy(workloads), "1")
     owned = next(w for w in workloads if w["metadata"].get("ownerReferences"))
     ref = owned["metadata"]["ownerReferences"][0]
@@ -228,7 +231,7 @@ def test_owner_indexes() -> None:
 def test_local_queue_cluster_queue_and_cohort_indexes() -> None:
     queues = captured("clusterQueues")
     assert queues
-    store = ObjectStore(CLUSTER_QUEUE)
+    store = kueue_store(CLUSTER_QUEUE)
     store.replace(copy.deepcopy(queues), "1")
     cohorts = {q["spec"].get("cohortName") or "" for q in queues}
     flavors = set().union(*(flavor_names(q) for q in queues))
@@ -243,7 +246,7 @@ def test_local_queue_cluster_queue_and_cohort_indexes() -> None:
         assert got == sorted(expected)
 
     local_queues = _unique([s["localQueue"] for s in _captured() if s.get("localQueue")])
-    lq_store = ObjectStore(LOCAL_QUEUE)
+    lq_store = kueue_store(LOCAL_QUEUE)
     lq_store.replace(copy.deepcopy(local_queues), "1")
     for q in local_queues:
         target = q["spec"]["clusterQueue"]
@@ -251,7 +254,7 @@ def test_local_queue_cluster_queue_and_cohort_indexes() -> None:
         assert q["metadata"]["name"] in [m["metadata"]["name"] for m in matching]
 
     cohort_objects = captured("cohorts")
-    cohort_store = ObjectStore(COHORT)
+    cohort_store = kueue_store(COHORT)
     cohort_store.replace(copy.deepcopy(cohort_objects), "1")
     for cohort in cohort_objects:
         parent = cohort["spec"].get("parentName") or ""
@@ -289,7 +292,7 @@ def test_unparsed_selectors_are_left_to_the_api_server() -> None:
 
 def test_listeners_hear_changes_in_their_namespace_and_every_relist() -> None:
     workloads = captured_workloads()
-    store = ObjectStore(WORKLOAD)
+    store = kueue_store(WORKLOAD)
     store.replace(copy.deepcopy(workloads), "1")
     heard: list[str | None] = []
     stop = store.listen(
@@ -318,7 +321,7 @@ class _NoOtherChanges:
 
 
 async def test_cache_changes_wake_a_subscription_after_the_store_has_the_change() -> None:
-    cache = KueueCache(None)
+    cache = kueue_cache(None)
     store = cache.stores[WORKLOAD]
     workloads = captured_workloads()
     store.replace(copy.deepcopy(workloads), "1")
@@ -371,7 +374,7 @@ async def test_cluster_queue_pending_from_the_cache_in_kueues_queue_order() -> N
     """The disclosure policy's pending list of a ClusterQueue in cache mode: its LocalQueues'
     pending, active Workloads by priority, then creation (or eviction) time; no API call (the
     fallback has no client)."""
-    cache = KueueCache(None)
+    cache = kueue_cache(None)
     queues = [
         {"metadata": {"namespace": ns, "name": lq}, "spec": {"clusterQueue": cq}}
         for ns, lq, cq in (("a", "lq", "cq"), ("b", "lq", "cq"), ("c", "lq", "other"))

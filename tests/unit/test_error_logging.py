@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from kueue_graphql.http import ServerSettings, build_app
-from kueue_graphql.http.app import build_services
+from kueue_graphql.http.services import build_services
 from kueue_graphql.kube.authz import Authorizer
 from tests.unit.apiserver_stub import Stub, apiserver_stub
 

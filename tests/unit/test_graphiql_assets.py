@@ -13,8 +13,8 @@ import strawberry
 
 from kueue_graphql.cli import _parser, main, settings_from
 from kueue_graphql.http import ServerSettings, build_app
-from kueue_graphql.http.app import build_services
 from kueue_graphql.http.graphiql import GRAPHIQL_ASSETS, GraphiQLAssetsError
+from kueue_graphql.http.services import build_services
 from tests.unit.apiserver_stub import Stub, apiserver_stub
 
 HTML = {"Accept": "text/html"}

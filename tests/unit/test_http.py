@@ -8,7 +8,7 @@ import pytest
 
 from kueue_graphql.graph.schema import QueryLimits
 from kueue_graphql.http import ServerSettings, build_app
-from kueue_graphql.http.app import build_services
+from kueue_graphql.http.services import build_services
 from tests.unit.apiserver_stub import Stub, apiserver_stub
 
 

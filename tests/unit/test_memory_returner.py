@@ -1,4 +1,4 @@
-"""core.memory: free memory goes back to the OS once subscription closes pause (pure timing,
+"""http.memory: free memory goes back to the OS once subscription closes pause (pure timing,
 with a counting stand-in for malloc_trim, and the real glibc call once)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from kueue_graphql.core.memory import FreeMemoryReturner, glibc_malloc_trim
+from kueue_graphql.http.memory import FreeMemoryReturner, glibc_malloc_trim
 from tests.waiting import async_wait_until
 
 

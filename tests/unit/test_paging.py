@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from kueue_graphql.lookups.paging import PageCollector, PageRequest, order_key, page_of
+from kueue_graphql.kube.paging import PageCollector, PageRequest, order_key, page_of
 
 
 def obj(namespace: str, name: str) -> dict[str, Any]:

@@ -1,12 +1,17 @@
-"""The `cache` read mode's object stores: one per Kueue kind, indexed for what queries filter on.
+"""The `cache` read mode's indexed store of one kind: client-go's Indexer (tools/cache/store.go's
+`cache` over thread_safe_store.go's `threadSafeMap`, with index.go's IndexFunc), in Python.
 
-Pure logic, no I/O: an informer (kube/informer.py) feeds a store through `replace` (a complete
-list) and `apply` (one watch event). A store keeps
+Mirrors k8s.io/client-go@v0.36.3/tools/cache/{store.go,thread_safe_store.go,index.go}. Pure
+logic, no I/O: a Reflector (kube/reflector.py) feeds a store through `replace` (a complete list,
+client-go's Replace) and `apply` (one watch event: Add, Update or Delete). A store keeps
 
-- its objects by storage key (`lookups.paging.order_key`: `<namespace>/<name>`), and
+- its objects by storage key (`kube.paging.order_key`: `<namespace>/<name>`, client-go's
+  MetaNamespaceKeyFunc), and
 - postings: for each index key (e.g. "Workloads of namespace team-a, LocalQueue lq-a, pending"),
   the storage keys of the matching objects in storage-key order, kept sorted on every change
-  (bisect), so one page after a cursor is O(log n + page) and a count is O(1).
+  (bisect), so one page after a cursor is O(log n + page) and a count is O(1). The index keys
+  of an object come from the kind's IndexFunc (Kueue's: lookups/cache_indexes.py); the first
+  element of a key names its index, as an index name does in client-go's Indexers.
 
 `replace` builds a complete new state and swaps it in with one assignment: a reader sees the
 old state or the new one, never a half-built one. `apply` changes the live state synchronously
@@ -25,22 +30,17 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import (
-    CLUSTER_QUEUE,
-    COHORT,
-    LOCAL_QUEUE,
-    WORKLOAD,
-    Resource,
-)
-from kueue_graphql.kueue.conditions import workload_status
-from kueue_graphql.lookups.paging import OrderKey, Page, PageRequest, object_order_key
-from kueue_graphql.lookups.selection import admitted_cluster_queue, flavor_names
+from kueue_graphql.kube.paging import OrderKey, Page, PageRequest, object_order_key
+from kueue_graphql.kube.resources import Resource
 
 PostingKey = tuple[Hashable, ...]
 # One value of a combined index meaning "any value of this attribute".
 ANY = None
 
 ALL: PostingKey = ("all",)
+
+# An object's index keys (besides ALL and its namespace's, which every store keeps).
+IndexFunc = Callable[[JsonObject], list[PostingKey]]
 
 
 def namespace_key(namespace: str | None) -> PostingKey:
@@ -49,10 +49,6 @@ def namespace_key(namespace: str | None) -> PostingKey:
 
 def _meta(obj: JsonObject) -> JsonObject:
     return obj.get("metadata") or {}
-
-
-def _spec(obj: JsonObject) -> JsonObject:
-    return obj.get("spec") or {}
 
 
 def combinations(prefix: str, values: Sequence[str]) -> list[PostingKey]:
@@ -64,58 +60,6 @@ def combinations(prefix: str, values: Sequence[str]) -> list[PostingKey]:
             (prefix, *(value if keep else ANY for value, keep in zip(values, mask, strict=True)))
         )
     return keys
-
-
-# -- what each kind is indexed by ------------------------------------------------------------
-
-
-def workload_keys(obj: JsonObject) -> list[PostingKey]:
-    """("wl", namespace, queueName, admitted ClusterQueue or "", status) in every combination,
-    and the owners (by uid, and by namespace/kind/name for callers who may not read them)."""
-    meta, spec = _meta(obj), _spec(obj)
-    namespace = str(meta.get("namespace") or "")
-    keys = combinations(
-        "wl",
-        (
-            namespace,
-            str(spec.get("queueName") or ""),
-            admitted_cluster_queue(obj) or "",
-            workload_status(obj),
-        ),
-    )
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("uid"):
-            keys.append(("owner-uid", str(ref["uid"])))
-        keys.append(
-            ("owner-name", namespace, str(ref.get("kind", "")).lower(), str(ref.get("name", "")))
-        )
-    return keys
-
-
-def local_queue_keys(obj: JsonObject) -> list[PostingKey]:
-    return combinations(
-        "lq", (str(_meta(obj).get("namespace") or ""), str(_spec(obj).get("clusterQueue") or ""))
-    )
-
-
-def cluster_queue_keys(obj: JsonObject) -> list[PostingKey]:
-    cohort = str(_spec(obj).get("cohortName") or "")
-    keys: list[PostingKey] = [("cq", ANY, ANY), ("cq", cohort, ANY)]
-    for flavor in sorted(flavor_names(obj)):
-        keys += [("cq", ANY, flavor), ("cq", cohort, flavor)]
-    return keys
-
-
-def cohort_keys(obj: JsonObject) -> list[PostingKey]:
-    return [("cohort-parent", str(_spec(obj).get("parentName") or ""))]
-
-
-INDEXES: dict[str, Callable[[JsonObject], list[PostingKey]]] = {
-    WORKLOAD.kind: workload_keys,
-    LOCAL_QUEUE.kind: local_queue_keys,
-    CLUSTER_QUEUE.kind: cluster_queue_keys,
-    COHORT.kind: cohort_keys,
-}
 
 
 def ingest(resource: Resource, obj: JsonObject) -> JsonObject:
@@ -146,12 +90,12 @@ class StoreState:
     resource_version: str = ""
 
 
-class ObjectStore:
-    """The objects of one kind, indexed (see the module docstring)."""
+class Indexer:
+    """The objects of one kind, indexed by `index` (see the module docstring)."""
 
-    def __init__(self, resource: Resource) -> None:
+    def __init__(self, resource: Resource, index: IndexFunc | None = None) -> None:
         self.resource = resource
-        self._keys = INDEXES.get(resource.kind, _no_keys)
+        self._keys = index or _no_keys
         self._state: StoreState | None = None
         # time.monotonic() of the last word from the API server (list, event or bookmark).
         self.heard_at: float | None = None

@@ -1,8 +1,12 @@
-"""An informer: LIST one kind once, then WATCH it from that resourceVersion, under the
+"""A Reflector: LIST one kind once, then WATCH it from that resourceVersion, under the
 SERVICE's own identity (the `cache` read mode; callers are authorized per request elsewhere).
 
-- The list is read in pages (limit/continue) and handed to the sink whole (`replace`), so the
-  sink can swap a complete state in at once.
+Mirrors k8s.io/client-go@v0.36.3/tools/cache/reflector.go (`Reflector.ListAndWatch` into a
+`ReflectorStore`); the store it feeds is kube/store.py's Indexer, and kube/informer_factory.py
+starts one per cached kind.
+
+- The list is read in pages (limit/continue) and handed to the store whole (`replace`), so the
+  store can swap a complete state in at once.
 - The watch is kubernetes-asyncio's `watch.Watch` with `allowWatchBookmarks`, re-opened from the
   last resourceVersion when the API server ends it (`timeoutSeconds`), and re-listed on 410 Gone
   (the version is too old: events were missed) or after repeated failures.
@@ -11,9 +15,8 @@ SERVICE's own identity (the `cache` read mode; callers are authorized per reques
 - A kind whose CRD the API server does not serve (LIST answers 404) is skipped, logged, and
   looked for again every `absent_recheck_seconds`.
 
-The sink (lookups/store.py's ObjectStore) holds the data; this module only moves it.
-`InformerCollector` reports every informer on /metrics (objects cached, age of the last word from
-the API server, resourceVersion, lists, watches, failures), read at scrape time.
+The store holds the data; this module only moves it. kube/reflector_metrics.py reports every
+reflector on /metrics.
 """
 
 from __future__ import annotations
@@ -23,15 +26,12 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import watch as k8s_watch
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
 from kueue_graphql.kube.resources import Resource
@@ -39,7 +39,7 @@ from kueue_graphql.kube.resources import Resource
 log = logging.getLogger(__name__)
 
 
-class InformerSink(Protocol):
+class ReflectorStore(Protocol):
     def replace(self, objects: list[JsonObject], resource_version: str) -> None: ...
 
     def apply(self, event_type: str, obj: JsonObject, resource_version: str | None) -> None: ...
@@ -54,7 +54,7 @@ class GoneError(Exception):
 
 
 @dataclass(frozen=True)
-class InformerSettings:
+class ReflectorSettings:
     list_page: int = 500
     # The API server ends each watch after this long; it is re-opened from the last version.
     watch_seconds: int = 60
@@ -66,7 +66,7 @@ class InformerSettings:
 
 
 @dataclass
-class InformerStatus:
+class ReflectorStatus:
     synced: bool = False
     absent: bool = False
     # time.monotonic() of the first failure since the last success.
@@ -81,24 +81,24 @@ class InformerStatus:
     # Failed lists or watches (connection errors, 5xx, timeouts; not 410 Gone).
     failures: int = 0
     # time.monotonic() of the last word from the API server: a list, an event, a bookmark or
-    # a watch (re)opened; and the resourceVersion the informer is at.
+    # a watch (re)opened; and the resourceVersion the reflector is at.
     heard_at: float | None = None
     resource_version: str = ""
 
 
-class Informer:
+class Reflector:
     def __init__(
         self,
         client: KubeClient,
         resource: Resource,
-        sink: InformerSink,
-        settings: InformerSettings | None = None,
+        store: ReflectorStore,
+        settings: ReflectorSettings | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
-        self.sink = sink
-        self.settings = settings or InformerSettings()
-        self.status = InformerStatus()
+        self.store = store
+        self.settings = settings or ReflectorSettings()
+        self.status = ReflectorStatus()
         self._task: asyncio.Task[None] | None = None
         self._resource_version: str | None = None
         # Set once the kind is synced (its first complete list) or found not served.
@@ -112,7 +112,7 @@ class Informer:
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"informer {self.resource}")
+            self._task = asyncio.create_task(self._run(), name=f"reflector {self.resource}")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -173,7 +173,7 @@ class Informer:
         text = " ".join(str(error).split())[:300] or type(error).__name__
         if self.status.broken_since is None:
             self.status.broken_since = time.monotonic()
-            log.warning("informer %s failed: %s: %s", self.resource, type(error).__name__, text)
+            log.warning("reflector of %s failed: %s: %s", self.resource, type(error).__name__, text)
         self.status.last_error = text
 
     def _healthy(self) -> None:
@@ -216,7 +216,7 @@ class Informer:
         if self.status.absent:
             log.info("%s is served now: caching it", self.resource)
         self.status.absent = False
-        self.sink.replace(items, resource_version)
+        self.store.replace(items, resource_version)
         self._resource_version = resource_version
         self.status.synced = True
         self._settled.set()
@@ -239,7 +239,7 @@ class Informer:
                 self.status.watches += 1
                 self.status.heard_at = time.monotonic()
                 self._healthy()
-                self.sink.touch()
+                self.store.touch()
             return response
 
         watcher = k8s_watch.Watch()
@@ -260,7 +260,7 @@ class Informer:
                 event_type = str(event.get("type", ""))
                 obj = event.get("raw_object") or {}
                 version = watcher.resource_version
-                self.sink.apply(event_type, obj, str(version) if version else None)
+                self.store.apply(event_type, obj, str(version) if version else None)
                 if version:
                     self._resource_version = str(version)
                     self.status.resource_version = str(version)
@@ -277,88 +277,3 @@ class Informer:
                 response.close()
                 watcher.resp = None
             await watcher.close()
-
-
-def start_informers(
-    client: KubeClient,
-    sinks: Sequence[tuple[Resource, InformerSink]],
-    settings: InformerSettings | None = None,
-) -> list[Informer]:
-    informers = [Informer(client, resource, sink, settings) for resource, sink in sinks]
-    for informer in informers:
-        informer.start()
-    return informers
-
-
-class InformerCollector(Collector):
-    """The informers' state on /metrics, labelled by resource (`workloads`, `clusterqueues`):
-    computed when scraped, so the informers pay nothing per event for it."""
-
-    def __init__(self, informers: Iterable[Informer]) -> None:
-        self._informers = list(informers)
-
-    def collect(self) -> Iterator[Metric]:
-        labels = ["resource"]
-        objects = GaugeMetricFamily(
-            "kueue_graphql_cache_objects",
-            "Objects in the cache read mode's store of each Kueue kind.",
-            labels=labels,
-        )
-        synced = GaugeMetricFamily(
-            "kueue_graphql_cache_synced",
-            "1 once the kind's first complete list is in the store, else 0 (/readyz waits).",
-            labels=labels,
-        )
-        age = GaugeMetricFamily(
-            "kueue_graphql_cache_last_event_age_seconds",
-            "Seconds since the kind's informer last heard from the API server (a list, an "
-            "event, a bookmark or a watch opened); the API server ends each watch after 60 s.",
-            labels=labels,
-        )
-        version = GaugeMetricFamily(
-            "kueue_graphql_cache_resource_version",
-            "The resourceVersion the kind's store is at (etcd's revision; numeric).",
-            labels=labels,
-        )
-        lists = CounterMetricFamily(
-            "kueue_graphql_cache_lists",
-            "Complete lists of the kind, the first one included (re-lists: this minus 1).",
-            labels=labels,
-        )
-        gone = CounterMetricFamily(
-            "kueue_graphql_cache_watch_gone",
-            "Watches ended by 410 Gone (the resourceVersion was too old): each one re-lists.",
-            labels=labels,
-        )
-        watches = CounterMetricFamily(
-            "kueue_graphql_cache_watches",
-            "Watch streams opened for the kind (the API server ends each after 60 s; "
-            "restarts: this minus 1).",
-            labels=labels,
-        )
-        events = CounterMetricFamily(
-            "kueue_graphql_cache_watch_events",
-            "Watch events applied to the kind's store (ADDED, MODIFIED, DELETED, BOOKMARK).",
-            labels=labels,
-        )
-        failures = CounterMetricFamily(
-            "kueue_graphql_cache_failures",
-            "Failed lists or watches of the kind (connection errors, 5xx, timeouts), each "
-            "followed by a backoff.",
-            labels=labels,
-        )
-        now = time.monotonic()
-        for informer in self._informers:
-            status, label = informer.status, [informer.resource.plural]
-            objects.add_metric(label, informer.sink.size() if status.synced else 0)
-            synced.add_metric(label, 1 if status.synced else 0)
-            if status.heard_at is not None:
-                age.add_metric(label, max(0.0, now - status.heard_at))
-            if status.resource_version.isdigit():
-                version.add_metric(label, float(status.resource_version))
-            lists.add_metric(label, status.lists)
-            gone.add_metric(label, status.gone)
-            watches.add_metric(label, status.watches)
-            events.add_metric(label, status.events)
-            failures.add_metric(label, status.failures)
-        yield from (objects, synced, age, version, lists, gone, watches, events, failures)

@@ -1,0 +1,49 @@
+"""The fields LocalQueue and ClusterQueue share: Kueue gives both the same `spec.stopPolicy` and
+`spec.fairSharing`, the same conditions, Workload counters and flavor usage in `status`. One
+resolver each, declared in each type where its field stands (so each type keeps its order)."""
+
+from __future__ import annotations
+
+from kueue_graphql.graph.base import KubeObject
+from kueue_graphql.graph.common import (
+    JSON,
+    Condition,
+    FlavorUsage,
+    Info,
+    conditions,
+    flavor_usages,
+    spec,
+    status,
+)
+
+
+async def stop_policy(root: KubeObject, info: Info) -> str | None:
+    return spec(await root.obj(info)).get("stopPolicy")
+
+
+async def fair_sharing(root: KubeObject, info: Info) -> JSON | None:
+    return spec(await root.obj(info)).get("fairSharing")
+
+
+async def queue_conditions(root: KubeObject, info: Info) -> list[Condition] | None:
+    return conditions(await root.obj(info))
+
+
+async def flavors_reservation(root: KubeObject, info: Info) -> list[FlavorUsage] | None:
+    return flavor_usages(status(await root.obj(info)).get("flavorsReservation"))
+
+
+async def flavors_usage(root: KubeObject, info: Info) -> list[FlavorUsage] | None:
+    return flavor_usages(status(await root.obj(info)).get("flavorsUsage"))
+
+
+async def pending_workloads(root: KubeObject, info: Info) -> int | None:
+    return status(await root.obj(info)).get("pendingWorkloads")
+
+
+async def reserving_workloads(root: KubeObject, info: Info) -> int | None:
+    return status(await root.obj(info)).get("reservingWorkloads")
+
+
+async def admitted_workloads(root: KubeObject, info: Info) -> int | None:
+    return status(await root.obj(info)).get("admittedWorkloads")

@@ -1,0 +1,97 @@
+"""What the `cache` read mode caches, and how each Kueue kind is indexed for what queries filter
+on: the IndexFuncs (client-go's tools/cache/index.go) handed to kube/informer_factory.py."""
+
+from __future__ import annotations
+
+from kueue_graphql.kube.client import JsonObject, KubeClient
+from kueue_graphql.kube.informer_factory import SharedInformerFactory
+from kueue_graphql.kube.reflector import ReflectorSettings
+from kueue_graphql.kube.resources import (
+    ADMISSION_CHECK,
+    CLUSTER_QUEUE,
+    COHORT,
+    LOCAL_QUEUE,
+    RESOURCE_FLAVOR,
+    TOPOLOGY,
+    WORKLOAD,
+    WORKLOAD_PRIORITY_CLASS,
+    Resource,
+)
+from kueue_graphql.kube.store import ANY, Indexer, IndexFunc, PostingKey, combinations
+from kueue_graphql.kueue.conditions import workload_status
+from kueue_graphql.lookups.selection import admitted_cluster_queue, flavor_names
+
+
+def _meta(obj: JsonObject) -> JsonObject:
+    return obj.get("metadata") or {}
+
+
+def _spec(obj: JsonObject) -> JsonObject:
+    return obj.get("spec") or {}
+
+
+def workload_keys(obj: JsonObject) -> list[PostingKey]:
+    """("wl", namespace, queueName, admitted ClusterQueue or "", status) in every combination,
+    and the owners (by uid, and by namespace/kind/name for callers who may not read them)."""
+    meta, spec = _meta(obj), _spec(obj)
+    namespace = str(meta.get("namespace") or "")
+    keys = combinations(
+        "wl",
+        (
+            namespace,
+            str(spec.get("queueName") or ""),
+            admitted_cluster_queue(obj) or "",
+            workload_status(obj),
+        ),
+    )
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("uid"):
+            keys.append(("owner-uid", str(ref["uid"])))
+        keys.append(
+            ("owner-name", namespace, str(ref.get("kind", "")).lower(), str(ref.get("name", "")))
+        )
+    return keys
+
+
+def local_queue_keys(obj: JsonObject) -> list[PostingKey]:
+    return combinations(
+        "lq", (str(_meta(obj).get("namespace") or ""), str(_spec(obj).get("clusterQueue") or ""))
+    )
+
+
+def cluster_queue_keys(obj: JsonObject) -> list[PostingKey]:
+    cohort = str(_spec(obj).get("cohortName") or "")
+    keys: list[PostingKey] = [("cq", ANY, ANY), ("cq", cohort, ANY)]
+    for flavor in sorted(flavor_names(obj)):
+        keys += [("cq", ANY, flavor), ("cq", cohort, flavor)]
+    return keys
+
+
+def cohort_keys(obj: JsonObject) -> list[PostingKey]:
+    return [("cohort-parent", str(_spec(obj).get("parentName") or ""))]
+
+
+INDEXES: dict[Resource, IndexFunc | None] = {
+    WORKLOAD: workload_keys,
+    LOCAL_QUEUE: local_queue_keys,
+    CLUSTER_QUEUE: cluster_queue_keys,
+    COHORT: cohort_keys,
+    RESOURCE_FLAVOR: None,
+    ADMISSION_CHECK: None,
+    WORKLOAD_PRIORITY_CLASS: None,
+    TOPOLOGY: None,
+}
+# The kinds the cache holds (every other kind is read per request as the caller).
+CACHED_KINDS = tuple(INDEXES)
+
+
+def kueue_store(resource: Resource) -> Indexer:
+    """An empty store of `resource` with its Kueue indexes (none for an unindexed kind)."""
+    return Indexer(resource, INDEXES.get(resource))
+
+
+def kueue_cache(
+    client: KubeClient | None, settings: ReflectorSettings | None = None
+) -> SharedInformerFactory:
+    """The cache of every Kueue kind, indexed; `start()` it (a client-less one is fed by hand)."""
+    return SharedInformerFactory(client, INDEXES, settings)
