@@ -20,6 +20,7 @@ import yaml
 from tests.cluster import build
 from tests.cluster.driver import Cluster
 from tests.cluster.progress import Progress
+from tests.http_limits import SERVER_CLIENT_LIMITS
 from tests.service.conftest import free_ports
 from tests.waiting import READY_SECONDS, wait_until
 
@@ -101,7 +102,9 @@ class InClusterServer:
         self, query: str, variables: dict[str, Any] | None = None, *, token: str | None
     ) -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(base_url=self.url, timeout=30) as http:
+        async with httpx.AsyncClient(
+            base_url=self.url, timeout=30, limits=SERVER_CLIENT_LIMITS
+        ) as http:
             response = await http.post(
                 "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
             )

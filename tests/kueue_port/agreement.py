@@ -43,6 +43,7 @@ from kueue_graphql.graph.whatif import WHAT_IF_QUERY
 from kueue_graphql.kueue.exact import parse_quantity
 from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
+from tests.http_limits import SERVER_CLIENT_LIMITS
 from tests.kueue_port.cases import Case, Manifest, Step, load_cases
 from tests.kueue_port.kube import Kube, KubeError, admin_client
 from tests.kueue_port.runner import (
@@ -282,7 +283,7 @@ class AgreementObserver:
         self.seconds: dict[str, float] = {}
         # whatIf as the tenant; diagnose as a cluster-wide reader (see DIAGNOSE_USER).
         self._tokens = {"whatIf": token, "diagnose": reader_token}
-        self._http = httpx.Client(base_url=service_url, timeout=60)
+        self._http = httpx.Client(base_url=service_url, timeout=60, limits=SERVER_CLIENT_LIMITS)
         self._visibility = threading.Lock()
         self._predictions: dict[tuple[str, int, str], dict[str, Any] | None] = {}
         self._lock = threading.Lock()

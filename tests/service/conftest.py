@@ -19,6 +19,7 @@ from kueue_graphql.http import AuthMode, ReadMode, ServerSettings, build_app
 from kueue_graphql.http.server import Listener, listening_server
 from kueue_graphql.kube.client import KubeClient
 from tests.cluster.driver import Cluster
+from tests.http_limits import SERVER_CLIENT_LIMITS
 from tests.waiting import READY_SECONDS, async_wait_until
 
 
@@ -105,8 +106,10 @@ async def running_server(
 
     await async_wait_until("kueue-graphql listening", started, READY_SECONDS, interval=0.05)
     async with (
-        httpx.AsyncClient(base_url=api.url, timeout=30) as http,
-        httpx.AsyncClient(base_url=metrics.url, timeout=30) as metrics_http,
+        httpx.AsyncClient(base_url=api.url, timeout=30, limits=SERVER_CLIENT_LIMITS) as http,
+        httpx.AsyncClient(
+            base_url=metrics.url, timeout=30, limits=SERVER_CLIENT_LIMITS
+        ) as metrics_http,
     ):
         try:
             yield Server(url=api.url, app=app, http=http, metrics=metrics_http)
