@@ -26,7 +26,6 @@ import strawberry
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import BadRequestError, NotFoundError
-from kueue_graphql.core.identity import Identity
 from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.common import LIVE_READS, Info, metadata, status
 from kueue_graphql.graph.diagnosis import Diagnosis, diagnose_object
@@ -34,8 +33,6 @@ from kueue_graphql.graph.workload import Workload, WorkloadStatus
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD
-from kueue_graphql.lookups import Access
-from kueue_graphql.observe.metrics import SUBSCRIPTION_RECHECKS, SUBSCRIPTION_RECOMPUTES
 
 
 def _fresh(info: Info) -> RequestContext:
@@ -72,41 +69,11 @@ async def _recomputes(
                     # Let the rest of a burst arrive; it is absorbed by this recompute.
                     await asyncio.sleep(limits.coalesce_seconds)
                     await changes.wait(0)
-                    fresh = _fresh(info)
-                    cause = "change"
-                else:
-                    # Quiet for a re-check interval: ask again who the caller is and every
-                    # access question the last answer depended on. Unchanged: the answer
-                    # is too (nothing it was computed from changed), so nothing is computed.
-                    fresh = _fresh(info)
-                    if await _access_unchanged(fresh, identity, context.reads.decisions()):
-                        SUBSCRIPTION_RECHECKS.labels("unchanged").inc()
-                        continue
-                    SUBSCRIPTION_RECHECKS.labels("changed").inc()
-                    cause = "access"
-                SUBSCRIPTION_RECOMPUTES.labels(cause).inc()
-                context = fresh
+                context = _fresh(info)
                 LIVE_READS.set(context.reads)
                 yield context
         finally:
             await changes.close()
-
-
-async def _access_unchanged(
-    fresh: RequestContext, identity: Identity, decisions: dict[Access, bool]
-) -> bool:
-    """Whether the caller is still exactly `identity` and every access decision is still the
-    one in `decisions` (asked anew: TokenReview and SubjectAccessReview, through their short
-    caches). Any error says no: the recompute then meets it and ends the stream with it
-    (UNAUTHENTICATED, UNAVAILABLE, ...), as it would have without the check."""
-    accesses = list(decisions)
-    try:
-        if await fresh.reads.identity() != identity:
-            return False
-        now = await asyncio.gather(*(fresh.reads.may(access) for access in accesses))
-    except Exception:
-        return False
-    return all(now[i] == decisions[access] for i, access in enumerate(accesses))
 
 
 def _version(obj: JsonObject | None) -> str | None:

@@ -108,21 +108,6 @@ SUBSCRIPTION_MESSAGES = Counter(
     ["field"],
     registry=REGISTRY,
 )
-SUBSCRIPTION_RECOMPUTES = Counter(
-    "kueue_graphql_subscription_recomputes",
-    "Answers a subscription computed again, by cause: change (a watched object changed) or "
-    "access (the periodic re-check found the caller's identity or an access decision changed). "
-    "A re-check that finds both unchanged recomputes nothing.",
-    ["cause"],
-    registry=REGISTRY,
-)
-SUBSCRIPTION_RECHECKS = Counter(
-    "kueue_graphql_subscription_rechecks",
-    "Periodic identity and access re-checks of quiet subscriptions, by outcome: unchanged "
-    "(nothing recomputed) or changed (the answer is computed again).",
-    ["outcome"],
-    registry=REGISTRY,
-)
 SUBSCRIPTIONS_ENDED = Counter(
     "kueue_graphql_subscriptions_ended",
     "Subscriptions ended, by reason: closed (the client completed or went away), completed "

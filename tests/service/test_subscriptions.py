@@ -19,7 +19,6 @@ import pytest
 
 from kueue_graphql.context import LiveLimits
 from kueue_graphql.http import ReadMode
-from kueue_graphql.observe.metrics import REGISTRY
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import Subscriber, subscriber
@@ -296,57 +295,6 @@ async def test_another_namespace_is_forbidden_and_nothing_else(
             message
         )
         assert (await next_message(sub, SETTLE_SECONDS))["type"] == "complete"
-
-
-def _metric(name: str, **labels: str) -> float:
-    return REGISTRY.get_sample_value(name, labels) or 0.0
-
-
-def _caller_reads() -> float:
-    """GETs and LISTs of Jobs and Pods sent so far: a diagnosis reads them as the caller each
-    time it is computed, in both read modes (the informers of the cache mode read neither)."""
-    return sum(
-        sample.value
-        for metric in REGISTRY.collect()
-        if metric.name == "kueue_graphql_api_calls"
-        for sample in metric.samples
-        if sample.name.endswith("_total")
-        and sample.labels.get("verb") in ("get", "list")
-        and sample.labels.get("resource") in ("jobs", "pods")
-    )
-
-
-@pytest.mark.both_read_modes
-async def test_a_quiet_recheck_asks_about_access_and_recomputes_nothing(
-    live_server: Server, cluster: Cluster, scenario: None
-) -> None:
-    """A subscription whose inputs do not change is re-checked every interval (identity and
-    each access decision its answer depended on, asked again), and nothing is recomputed or
-    read while both are unchanged (issue 26: idle subscriptions cost a whole answer each)."""
-    _apply(cluster, HEAP_JOB)
-    variables = {"ns": "team-a", "kind": "Job", "name": "live-heap-held"}
-    async with subscriber(live_server.url, cluster.token("alice")) as sub:
-        await sub.subscribe("1", DIAGNOSIS, variables)
-        first = await next_message(sub, SETTLE_SECONDS)
-        assert first["type"] == "next", first
-        assert "errors" not in first["payload"], first
-        unchanged = "kueue_graphql_subscription_rechecks_total"
-        start = _metric(unchanged, outcome="unchanged")
-        by_access = _metric("kueue_graphql_subscription_recomputes_total", cause="access")
-        by_change = _metric("kueue_graphql_subscription_recomputes_total", cause="change")
-        reads = _caller_reads()
-
-        async def two_quiet_rechecks() -> bool:
-            return _metric(unchanged, outcome="unchanged") >= start + 2
-
-        await async_wait_until("two re-checks that found nothing changed", two_quiet_rechecks)
-        assert _metric("kueue_graphql_subscription_recomputes_total", cause="access") == by_access
-        if _metric("kueue_graphql_subscription_recomputes_total", cause="change") == by_change:
-            # Nothing the stream watches changed meanwhile: not one object or list was read.
-            assert _caller_reads() == reads
-        with contextlib.suppress(TimeoutError):
-            pushed = await next_message(sub, 0.1)
-            raise AssertionError(f"pushed without a change: {pushed}")
 
 
 @pytest.mark.both_read_modes
