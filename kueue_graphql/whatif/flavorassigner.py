@@ -55,10 +55,10 @@ from kueue_graphql.whatif.model import (
 )
 from kueue_graphql.whatif.preemption import count_targets, preemption_policy
 
-__all__ = ["FLAVOR_CODES", "FlavorAssigner", "go_taint", "pod_set_requests"]
+__all__ = ["UNFIT_FLAVOR_LIMITED_BY", "FlavorAssigner", "go_taint", "pod_set_requests"]
 
 # The limitedBy codes of a flavor that cannot take the Pods at all (checkFlavorForPodSets).
-FLAVOR_CODES = frozenset({"FLAVOR_NOT_FOUND", "FLAVOR_TAINT", "FLAVOR_NODE_AFFINITY"})
+UNFIT_FLAVOR_LIMITED_BY = frozenset({"FLAVOR_NOT_FOUND", "FLAVOR_TAINT", "FLAVOR_NODE_AFFINITY"})
 
 
 def go_taint(taint: Mapping[str, Any]) -> str:
@@ -347,7 +347,7 @@ class FlavorAssigner:
             verdict, flavor = Verdict.NEVER_FITS, None
             # The most actionable cause: a quota limit of a flavor that could take the Pods,
             # else the first flavor's mismatch.
-            quota_failures = [a for a in attempts if a.limited_by not in FLAVOR_CODES]
+            quota_failures = [a for a in attempts if a.limited_by not in UNFIT_FLAVOR_LIMITED_BY]
             limited_by = (quota_failures or attempts)[0].limited_by if attempts else None
         return GroupAssignment(
             pod_set=ps.name,
