@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from fractions import Fraction
+from decimal import Decimal
 
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.kueue.exact import format_quantity
@@ -16,7 +16,7 @@ from kueue_graphql.kueue.vocabulary import Code
 __all__ = ["commands_for", "next_steps_for"]
 
 
-def _q(value: Fraction | None, resource: str | None) -> str:
+def _q(value: Decimal | None, resource: str | None) -> str:
     return format_quantity(value, resource) if value is not None else "?"
 
 
@@ -233,11 +233,11 @@ def _steps(
             wanted = r.number("requested")
             largest = max(
                 (
-                    x.number("allocatable") or Fraction(0)
+                    x.number("allocatable") or Decimal(0)
                     for x in d.reasons
                     if x.code == Code.INSUFFICIENT_ALLOCATABLE and x.resource == res
                 ),
-                default=Fraction(0),
+                default=Decimal(0),
             )
             yield (
                 f"The Pod requests {_q(wanted, res)} {res} and the nodes short of it offer at "
