@@ -154,26 +154,12 @@ def _local_queue_stopped(c: _Case) -> Iterator[str]:
         )
 
 
-def _local_queue_not_found(c: _Case) -> Iterator[str]:
-    yield (
-        f"LocalQueue {c.lq} does not exist: fix the kueue.x-k8s.io/queue-name label or "
-        "create the LocalQueue."
-    )
-
-
 def _cluster_queue_not_found(c: _Case) -> Iterator[str]:
     missing = c.r.object.name if c.r.object is not None else c.cq
     yield (
         f"LocalQueue {c.lq} points to ClusterQueue {missing}, which does not exist: an "
         "admin must create it or fix the LocalQueue's spec.clusterQueue; meanwhile "
         "resubmit to another LocalQueue."
-    )
-
-
-def _cluster_queue_stopped(c: _Case) -> Iterator[str]:
-    yield (
-        f"ClusterQueue {c.cq} is stopped: an admin must resume it "
-        f"(kubectl kueue resume clusterqueue {c.cq})."
     )
 
 
@@ -206,10 +192,6 @@ def _cluster_queue_inactive(c: _Case) -> Iterator[str]:
         )
 
 
-def _namespace_not_selected(c: _Case) -> Iterator[str]:
-    yield f"ClusterQueue {c.cq}'s namespaceSelector excludes this namespace: use another queue."
-
-
 def _untolerated_flavor_taint(c: _Case) -> Iterator[str]:
     r = c.r
     taint = r.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
@@ -232,44 +214,12 @@ def _untolerated_flavor_taint(c: _Case) -> Iterator[str]:
         )
 
 
-def _flavor_node_affinity_mismatch(c: _Case) -> Iterator[str]:
-    yield (
-        f"The Pod template's nodeSelector/affinity excludes flavor {c.r.flavor}'s node "
-        "labels: relax them or use a queue whose flavors match."
-    )
-
-
-def _resource_not_covered(c: _Case) -> Iterator[str]:
-    yield (
-        f"ClusterQueue {c.cq} has no quota for {c.r.resource}: drop that request or use another "
-        "queue."
-    )
-
-
 def _admission_check(c: _Case) -> Iterator[str]:
     if c.r.object is not None:
         yield (
             f"Admission check {c.r.object.name} is {c.r.kueue_reason}: see its controller's "
             "status and message."
         )
-
-
-def _insufficient_resource(c: _Case) -> Iterator[str]:
-    yield (
-        f"No node has enough free {c.r.resource} for one Pod: shrink the per-Pod request "
-        "or add node capacity. Kueue's quota is not the limit here."
-    )
-
-
-def _node_affinity_mismatch(c: _Case) -> Iterator[str]:
-    yield (
-        "Some nodes do not match the Pod's nodeSelector/affinity (Kueue adds the "
-        "flavor's nodeLabels): check node labels against the flavor."
-    )
-
-
-def _untolerated_node_taint(c: _Case) -> Iterator[str]:
-    yield "Some nodes carry taints the Pod does not tolerate: add tolerations if intended."
 
 
 def _insufficient_allocatable(c: _Case) -> Iterator[str]:
@@ -290,31 +240,70 @@ def _insufficient_allocatable(c: _Case) -> Iterator[str]:
     )
 
 
+# Causes whose one step only names the queues, the flavor or the resource: str.format templates
+# over {cq}, {lq}, {flavor} and {resource}.
+_SAID: dict[Code, str] = {
+    Code.LOCAL_QUEUE_NOT_FOUND: (
+        "LocalQueue {lq} does not exist: fix the kueue.x-k8s.io/queue-name label or "
+        "create the LocalQueue."
+    ),
+    Code.CLUSTER_QUEUE_STOPPED: (
+        "ClusterQueue {cq} is stopped: an admin must resume it "
+        "(kubectl kueue resume clusterqueue {cq})."
+    ),
+    Code.NAMESPACE_NOT_SELECTED: (
+        "ClusterQueue {cq}'s namespaceSelector excludes this namespace: use another queue."
+    ),
+    Code.FLAVOR_NODE_AFFINITY_MISMATCH: (
+        "The Pod template's nodeSelector/affinity excludes flavor {flavor}'s node "
+        "labels: relax them or use a queue whose flavors match."
+    ),
+    Code.RESOURCE_NOT_COVERED: (
+        "ClusterQueue {cq} has no quota for {resource}: drop that request or use another queue."
+    ),
+    Code.INSUFFICIENT_RESOURCE: (
+        "No node has enough free {resource} for one Pod: shrink the per-Pod request "
+        "or add node capacity. Kueue's quota is not the limit here."
+    ),
+    Code.NODE_AFFINITY_MISMATCH: (
+        "Some nodes do not match the Pod's nodeSelector/affinity (Kueue adds the "
+        "flavor's nodeLabels): check node labels against the flavor."
+    ),
+    Code.UNTOLERATED_NODE_TAINT: (
+        "Some nodes carry taints the Pod does not tolerate: add tolerations if intended."
+    ),
+}
+
+
+def _said(c: _Case) -> Iterator[str]:
+    yield _SAID[Code(c.r.code)].format(cq=c.cq, lq=c.lq, flavor=c.r.flavor, resource=c.r.resource)
+
+
 _REMEDIES: dict[Code, Callable[[_Case], Iterator[str]]] = {
     Code.EXCEEDS_MAX_QUOTA: _exceeds_max_quota,
     Code.WAITING_FOR_QUOTA: _waiting_for_quota,
     Code.LOCAL_QUEUE_STOPPED: _local_queue_stopped,
     Code.LOCAL_QUEUE_INACTIVE: _local_queue_stopped,
-    Code.LOCAL_QUEUE_NOT_FOUND: _local_queue_not_found,
+    Code.LOCAL_QUEUE_NOT_FOUND: _said,
     Code.CLUSTER_QUEUE_NOT_FOUND: _cluster_queue_not_found,
-    Code.CLUSTER_QUEUE_STOPPED: _cluster_queue_stopped,
+    Code.CLUSTER_QUEUE_STOPPED: _said,
     Code.FLAVOR_NOT_FOUND: _flavor_not_found,
     Code.ADMISSION_CHECK_NOT_FOUND: _configuration_step,
     Code.ADMISSION_CHECK_INACTIVE: _configuration_step,
     Code.TOPOLOGY_NOT_FOUND: _configuration_step,
     Code.COHORT_CYCLE_DETECTED: _configuration_step,
     Code.CLUSTER_QUEUE_INACTIVE: _cluster_queue_inactive,
-    Code.NAMESPACE_NOT_SELECTED: _namespace_not_selected,
+    Code.NAMESPACE_NOT_SELECTED: _said,
     Code.UNTOLERATED_FLAVOR_TAINT: _untolerated_flavor_taint,
-    Code.FLAVOR_NODE_AFFINITY_MISMATCH: _flavor_node_affinity_mismatch,
-    Code.RESOURCE_NOT_COVERED: _resource_not_covered,
+    Code.FLAVOR_NODE_AFFINITY_MISMATCH: _said,
+    Code.RESOURCE_NOT_COVERED: _said,
     Code.ADMISSION_CHECK_PENDING: _admission_check,
     Code.ADMISSION_CHECK_RETRY: _admission_check,
     Code.ADMISSION_CHECK_REJECTED: _admission_check,
     Code.ADMISSION_CHECK_FAILED: _admission_check,
-    Code.INSUFFICIENT_RESOURCE: _insufficient_resource,
-    Code.NODE_AFFINITY_MISMATCH: _node_affinity_mismatch,
-    Code.UNTOLERATED_NODE_TAINT: _untolerated_node_taint,
+    Code.INSUFFICIENT_RESOURCE: _said,
+    Code.NODE_AFFINITY_MISMATCH: _said,
+    Code.UNTOLERATED_NODE_TAINT: _said,
     Code.INSUFFICIENT_ALLOCATABLE: _insufficient_allocatable,
 }
 """The next steps for each cause code; a code not listed has none of its own."""
