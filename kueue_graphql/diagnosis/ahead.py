@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
+from decimal import Decimal
 
 from kueue_graphql.diagnosis.start import StartEstimate
 
@@ -43,10 +43,10 @@ class AheadInput:
     local_entries: Sequence[AheadEntry] | None
     cluster_entries: Sequence[AheadEntry] | None
     """Every entry ahead in the ClusterQueue, None when that list could not be read."""
-    local_requests: Mapping[str, Fraction] | None
+    local_requests: Mapping[str, Decimal] | None
     """Total requests of the LocalQueue's Workloads ahead, per resource."""
-    cluster_requests: Mapping[str, Fraction] | None
-    held: Mapping[tuple[str, str], Fraction] | None
+    cluster_requests: Mapping[str, Decimal] | None
+    held: Mapping[tuple[str, str], Decimal] | None
     """Quota reserved by admitted Workloads in the ClusterQueue, per (flavor, resource)."""
     queueing_strategy: str | None
     unavailable: Sequence[str] = ()
@@ -65,9 +65,9 @@ class WhyAhead:
 class AheadReport:
     in_local_queue: int | None
     in_cluster_queue: int | None
-    local_requests: tuple[tuple[str, Fraction], ...] | None
-    cluster_requests: tuple[tuple[str, Fraction], ...] | None
-    held: tuple[tuple[str, str, Fraction], ...] | None
+    local_requests: tuple[tuple[str, Decimal], ...] | None
+    cluster_requests: tuple[tuple[str, Decimal], ...] | None
+    held: tuple[tuple[str, str, Decimal], ...] | None
     why_local: WhyAhead | None
     why_cluster: WhyAhead | None
     queueing_strategy: str | None

@@ -19,7 +19,8 @@ _QUEUE_CODES = (Code.LOCAL_QUEUE_NOT_FOUND, Code.LOCAL_QUEUE_STOPPED, Code.LOCAL
 _CQ_CODES = (Code.CLUSTER_QUEUE_NOT_FOUND, Code.CLUSTER_QUEUE_STOPPED, Code.CLUSTER_QUEUE_INACTIVE)
 
 
-_FLAVOR_CODES = (
+# Causes whose blocking object is a ResourceFlavor: it repels the Pods or does not exist.
+_FLAVOR_BLOCKING_CODES = (
     Code.UNTOLERATED_FLAVOR_TAINT,
     Code.FLAVOR_NODE_AFFINITY_MISMATCH,
     Code.FLAVOR_NOT_FOUND,
@@ -59,15 +60,15 @@ def blocking_for(
             for line in quota.lines
             if line.verdict in (Verdict.NEVER_FITS, Verdict.MUST_WAIT)
         ]
-        flavor_only = all(c in _FLAVOR_CODES for c in codes if c != Code.UNRECOGNIZED) and any(
-            c in _FLAVOR_CODES for c in codes
-        )
+        flavor_only = all(
+            c in _FLAVOR_BLOCKING_CODES for c in codes if c != Code.UNRECOGNIZED
+        ) and any(c in _FLAVOR_BLOCKING_CODES for c in codes)
         if limits and not flavor_only and quota.verdict != Verdict.FITS_NOW:
             if "COHORT" in limits and "BORROWING_LIMIT" not in limits and ctx.cohort_ref():
                 return ctx.cohort_ref()
             return ctx.cq_ref()
     for r in reasons:
-        if r.code in _FLAVOR_CODES and r.object is not None:
+        if r.code in _FLAVOR_BLOCKING_CODES and r.object is not None:
             return r.object
     if any(c in quota_codes for c in codes):
         return ctx.cq_ref()

@@ -29,7 +29,14 @@ from kueue_graphql.kueue.objects import (
 )
 from kueue_graphql.kueue.podsets import workload_requests
 from kueue_graphql.kueue.quota import assess_quota
-from kueue_graphql.kueue.vocabulary import GRANULAR_PENDING_REASONS, KUEUE_API, Code
+from kueue_graphql.kueue.vocabulary import (
+    GRANULAR_PENDING_REASONS,
+    KUEUE_API,
+    LEGACY_PENDING_REASONS,
+    ClusterQueueActiveReason,
+    Code,
+    WorkloadCondition,
+)
 
 __all__ = [
     "admission_check_reasons",
@@ -41,7 +48,7 @@ __all__ = [
 ]
 
 
-_PENDING_EVENT_REASONS = {"Pending", "Inadmissible", *GRANULAR_PENDING_REASONS}
+_PENDING_EVENT_REASONS = LEGACY_PENDING_REASONS | GRANULAR_PENDING_REASONS
 
 
 # "Preempted to accommodate a workload (UID: <uid>, JobUID: <uid>) due to ..." (Kueue v0.17
@@ -51,7 +58,7 @@ _PREEMPTOR_UID = re.compile(r"\(UID: (?P<uid>[^,)\s]+)")
 
 def preemptor_uid(workload: KubeObject | None) -> str | None:
     """The preempting Workload's UID, from the Preempted (else Evicted) condition."""
-    for type_ in ("Preempted", "Evicted"):
+    for type_ in (WorkloadCondition.PREEMPTED, WorkloadCondition.EVICTED):
         cond = condition(workload, type_)
         if cond is not None and cond.get("status") == "True":
             m = _PREEMPTOR_UID.search(str(cond.get("message") or ""))
@@ -127,9 +134,9 @@ def pending_reasons(ctx: Context) -> list[Reason]:
         message = event_message(latest)
         if message and message != cond_message:
             out.extend(parse_kueue_message(message, text(latest, "reason"), ReasonSource.EVENT))
-    gated = condition(ctx.workload, "BlockedOnPreemptionGates")
+    gated = condition(ctx.workload, WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
     if gated is not None and gated.get("status") == "True":
-        r = condition_reason(ctx.workload, "BlockedOnPreemptionGates")
+        r = condition_reason(ctx.workload, WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
         if r is not None:
             out.append(r)
     return out
@@ -218,17 +225,19 @@ _CQ_CAUSES: tuple[tuple[re.Pattern[str], Code, str], ...] = (
 )  # fmt: skip
 
 
-_CQ_REASON_CODES = {
-    "Terminating": Code.CLUSTER_QUEUE_TERMINATING,
-    "Stopped": Code.CLUSTER_QUEUE_STOPPED,
-    "FlavorNotFound": Code.FLAVOR_NOT_FOUND,
-    "AdmissionCheckNotFound": Code.ADMISSION_CHECK_NOT_FOUND,
-    "AdmissionCheckInactive": Code.ADMISSION_CHECK_INACTIVE,
-    "TopologyNotFound": Code.TOPOLOGY_NOT_FOUND,
-    "MultipleMultiKueueAdmissionChecks": Code.MULTIKUEUE_MISCONFIGURED,
-    "MultiKueueAdmissionCheckAppliedPerFlavor": Code.MULTIKUEUE_MISCONFIGURED,
-    "MultiKueueWithProvisioningRequest": Code.MULTIKUEUE_MISCONFIGURED,
-    "CohortCycleDetected": Code.COHORT_CYCLE_DETECTED,
+_CQ_REASON_CODES: dict[str, Code] = {
+    ClusterQueueActiveReason.TERMINATING: Code.CLUSTER_QUEUE_TERMINATING,
+    ClusterQueueActiveReason.STOPPED: Code.CLUSTER_QUEUE_STOPPED,
+    ClusterQueueActiveReason.FLAVOR_NOT_FOUND: Code.FLAVOR_NOT_FOUND,
+    ClusterQueueActiveReason.ADMISSION_CHECK_NOT_FOUND: Code.ADMISSION_CHECK_NOT_FOUND,
+    ClusterQueueActiveReason.ADMISSION_CHECK_INACTIVE: Code.ADMISSION_CHECK_INACTIVE,
+    ClusterQueueActiveReason.TOPOLOGY_NOT_FOUND: Code.TOPOLOGY_NOT_FOUND,
+    ClusterQueueActiveReason.MULTIPLE_MULTIKUEUE_ADMISSION_CHECKS: Code.MULTIKUEUE_MISCONFIGURED,
+    ClusterQueueActiveReason.MULTIKUEUE_ADMISSION_CHECK_APPLIED_PER_FLAVOR: (
+        Code.MULTIKUEUE_MISCONFIGURED
+    ),
+    ClusterQueueActiveReason.MULTIKUEUE_WITH_PROVISIONING_REQUEST: Code.MULTIKUEUE_MISCONFIGURED,
+    ClusterQueueActiveReason.COHORT_CYCLE_DETECTED: Code.COHORT_CYCLE_DETECTED,
 }
 
 

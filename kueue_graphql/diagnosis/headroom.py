@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
+from decimal import Decimal
 
+from kueue_graphql.kueue.exact import ZERO, exact_arithmetic
 from kueue_graphql.kueue.model import KubeObject, QuotaLine
 from kueue_graphql.kueue.objects import name, text
 from kueue_graphql.kueue.quota import FlavorResource, cohort_tree, quota_line, quotas_of
 
 __all__ = ["CohortTotal", "Headroom", "headroom"]
-
-ZERO = Fraction(0)
 
 
 @dataclass(frozen=True)
@@ -27,9 +26,9 @@ class CohortTotal:
     """The tree's root cohort."""
     flavor: str
     resource: str
-    nominal_quota: Fraction
+    nominal_quota: Decimal
     """Every member ClusterQueue's nominal quota plus the Cohorts' own."""
-    reserved: Fraction
+    reserved: Decimal
     """Every member ClusterQueue's `flavorsReservation`."""
     cluster_queues: int
     """How many ClusterQueues share the tree (names are not given: they may be other teams')."""
@@ -65,6 +64,7 @@ def _in_tree(
     return members, groups
 
 
+@exact_arithmetic
 def headroom(
     cluster_queue: KubeObject,
     cluster_queues: Sequence[KubeObject] | None,
@@ -89,8 +89,8 @@ def headroom(
     root = _root(cohort, cohorts)
     others = [cq for cq in cluster_queues if name(cq) != name(cluster_queue)]
     members, groups = _in_tree(root, [*others, cluster_queue], cohorts)
-    nominal: dict[FlavorResource, Fraction] = {}
-    reserved: dict[FlavorResource, Fraction] = {}
+    nominal: dict[FlavorResource, Decimal] = {}
+    reserved: dict[FlavorResource, Decimal] = {}
     for obj in [*members, *groups]:
         for fr, quota in quotas_of(obj).items():
             nominal[fr] = nominal.get(fr, ZERO) + quota.nominal

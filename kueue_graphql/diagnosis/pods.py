@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
 from kueue_graphql.diagnosis.model import PodSchedulingProblem
@@ -169,7 +169,7 @@ def node_constraints(pod: KubeObject, nodes: Sequence[KubeObject]) -> list[Reaso
 
 
 def _no_node_fits(
-    requests: Mapping[str, Fraction],
+    requests: Mapping[str, Decimal],
     nodes: Sequence[KubeObject],
     eligible: Sequence[KubeObject],
     reasons: Sequence[Reason],
@@ -206,13 +206,13 @@ def _no_node_fits(
     )
 
 
-def _quantity_or_zero(raw: object) -> Fraction:
+def _quantity_or_zero(raw: object) -> Decimal:
     if isinstance(raw, str | int):
         try:
             return parse_quantity(raw)
         except QuantityError:
-            return Fraction(0)
-    return Fraction(0)
+            return Decimal(0)
+    return Decimal(0)
 
 
 def pod_problem(

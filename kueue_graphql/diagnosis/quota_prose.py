@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from fractions import Fraction
+from decimal import Decimal
 
 from kueue_graphql.diagnosis.blocking import code_group
 from kueue_graphql.diagnosis.context import Context
@@ -16,9 +16,7 @@ from kueue_graphql.kueue.vocabulary import Code, CodeGroup
 __all__ = ["annotate_with_quota", "quota_summary", "with_workload_needs"]
 
 
-def with_workload_needs(
-    reasons: list[Reason], needs: Mapping[str, Fraction] | None
-) -> list[Reason]:
+def with_workload_needs(reasons: list[Reason], needs: Mapping[str, Decimal] | None) -> list[Reason]:
     """Quota reasons carry, as `requested`, the one aggregate the quota lines use: all pod
     sets, per resource, as Kueue counts them (Kueue's message names only the pod set that
     failed and what earlier ones took)."""
@@ -67,7 +65,7 @@ def annotate_with_quota(reasons: list[Reason], quota: QuotaReport) -> list[Reaso
     return out
 
 
-def _q(value: Fraction, resource: str | None) -> str:
+def _q(value: Decimal, resource: str | None) -> str:
     return format_quantity(value, resource)
 
 

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
-from fractions import Fraction
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
 
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
-from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.exact import ZERO, format_quantity
 from kueue_graphql.kueue.messages import parse_taint
-from kueue_graphql.kueue.model import KubeObject, QuotaLine, Verdict, Visibility
+from kueue_graphql.kueue.model import KubeObject, QuotaLine, Reason, Verdict, Visibility
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["commands_for", "next_steps_for"]
 
 
-def _q(value: Fraction | None, resource: str | None) -> str:
+def _q(value: Decimal | None, resource: str | None) -> str:
     return format_quantity(value, resource) if value is not None else "?"
 
 
@@ -85,10 +86,241 @@ def next_steps_for(
             yield step
 
 
+@dataclass(frozen=True)
+class _Case:
+    """One reason to remedy, with what its remedy may quote."""
+
+    d: Diagnosis
+    r: Reason
+    flavors: Mapping[str, KubeObject]
+    checks: Mapping[str, KubeObject]
+
+    @property
+    def cq(self) -> str | None:
+        return self.d.cluster_queue
+
+    @property
+    def lq(self) -> str | None:
+        return self.d.local_queue
+
+
+def _exceeds_max_quota(c: _Case) -> Iterator[str]:
+    r, cq, res = c.r, c.cq, c.r.resource
+    line = _line(c.d, r.flavor, r.resource)
+    req, cap = r.number("requested"), r.number("maximumCapacity")
+    yield (
+        f"Shrink the request: the Workload needs {_q(req, res)} {res} at once but "
+        f"ClusterQueue {cq} can never provide more than {_q(cap, res)} in flavor "
+        f"{r.flavor} "
+        "(Kueue admits all Pods of a Workload together: fewer parallel Pods or smaller "
+        "per-Pod requests)."
+    )
+    yield "Or submit to a LocalQueue whose ClusterQueue has more quota."
+    if line is not None and line.borrowing_limit is not None:
+        yield (
+            "Or ask an admin to raise borrowingLimit "
+            f"({_q(line.borrowing_limit, res)}) or nominalQuota "
+            f"({_q(line.nominal_quota, res)}) of ClusterQueue {cq}."
+        )
+    else:
+        yield f"Or ask an admin to raise the nominalQuota of ClusterQueue {cq}."
+
+
+def _waiting_for_quota(c: _Case) -> Iterator[str]:
+    r, cq, res = c.r, c.cq, c.r.resource
+    line = _line(c.d, r.flavor, r.resource)
+    if line is not None and line.limited_by == "BORROWING_LIMIT":
+        yield (
+            f"Wait: ClusterQueue {cq} already borrows {_q(line.borrowed, res)} "
+            f"{res} from cohort {line.cohort}, its borrowingLimit is "
+            f"{_q(line.borrowing_limit, res)}; the Workload is admitted when "
+            "running Workloads of this ClusterQueue finish."
+        )
+        yield f"Or ask an admin to raise the borrowingLimit of ClusterQueue {cq}."
+    else:
+        yield (
+            f"Wait: {_q(r.number('moreNeeded'), res)} more {res} must be freed "
+            f"in flavor {r.flavor} by Workloads that finish (or are preempted)."
+        )
+
+
+def _local_queue_stopped(c: _Case) -> Iterator[str]:
+    if c.r.object is not None:
+        ns = c.d.workload.namespace if c.d.workload else ""
+        yield (
+            f"LocalQueue {c.lq} is stopped: ask its owner to resume it "
+            f"(kubectl kueue resume localqueue {c.lq} -n {ns}), or resubmit to another "
+            "LocalQueue."
+        )
+
+
+def _cluster_queue_not_found(c: _Case) -> Iterator[str]:
+    missing = c.r.object.name if c.r.object is not None else c.cq
+    yield (
+        f"LocalQueue {c.lq} points to ClusterQueue {missing}, which does not exist: an "
+        "admin must create it or fix the LocalQueue's spec.clusterQueue; meanwhile "
+        "resubmit to another LocalQueue."
+    )
+
+
+def _configuration_step(c: _Case) -> Iterator[str]:
+    """A ClusterQueue lacks the object the reason names (_CONFIGURATION_STEPS)."""
+    if c.r.object is None:
+        return
+    check = c.checks.get(c.r.object.name)
+    controller = text(check, "spec", "controllerName") if check is not None else None
+    yield _CONFIGURATION_STEPS[Code(c.r.code)].format(
+        cq=c.cq,
+        name=c.r.object.name,
+        controller=f"controller {controller}" if controller else "its controller",
+    )
+
+
+def _flavor_not_found(c: _Case) -> Iterator[str]:
+    if c.r.object is not None:
+        yield from _configuration_step(c)
+    else:
+        yield f"ResourceFlavor {c.r.flavor} is missing: an admin must create it."
+
+
+def _cluster_queue_inactive(c: _Case) -> Iterator[str]:
+    if not any(x.code in _CONFIGURATION_STEPS for x in c.d.reasons):
+        yield (
+            f"ClusterQueue {c.cq} admits nothing while it is inactive: an admin must read "
+            f"its Active condition (kubectl get clusterqueue {c.cq} -o yaml) and fix "
+            "that cause; meanwhile resubmit to another LocalQueue."
+        )
+
+
+def _untolerated_flavor_taint(c: _Case) -> Iterator[str]:
+    r = c.r
+    taint = r.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
+    parsed = parse_taint(taint)
+    shown = f"{parsed[0]}={parsed[1] or ''}:{parsed[2] or ''}" if parsed is not None else taint
+    yield (
+        f"Flavor {r.flavor} of ClusterQueue {c.cq} only offers nodes tainted {shown}: add "
+        "a matching toleration to the Pod template if the workload may run there, or "
+        "submit to a LocalQueue whose ClusterQueue has another flavor."
+    )
+    flavor = c.flavors.get(r.flavor or "")
+    for t in items(flavor, "spec", "nodeTaints") if flavor is not None else []:
+        value = f', value: "{t["value"]}"' if t.get("value") else ""
+        operator = "Equal" if t.get("value") else "Exists"
+        yield (
+            "The toleration, from ResourceFlavor "
+            f"{r.flavor}'s nodeTaints: spec.template.spec.tolerations: "
+            f"[{{key: {t.get('key')}, operator: {operator}{value}, "
+            f"effect: {t.get('effect')}}}]"
+        )
+
+
+def _admission_check(c: _Case) -> Iterator[str]:
+    if c.r.object is not None:
+        yield (
+            f"Admission check {c.r.object.name} is {c.r.kueue_reason}: see its controller's "
+            "status and message."
+        )
+
+
+def _insufficient_allocatable(c: _Case) -> Iterator[str]:
+    res = c.r.resource
+    wanted = c.r.number("requested")
+    largest = max(
+        (
+            x.number("allocatable") or ZERO
+            for x in c.d.reasons
+            if x.code == Code.INSUFFICIENT_ALLOCATABLE and x.resource == res
+        ),
+        default=ZERO,
+    )
+    yield (
+        f"The Pod requests {_q(wanted, res)} {res} and the nodes short of it offer at "
+        f"most {_q(largest, res)} allocatable: waiting does not help there; shrink the "
+        "per-Pod request (e.g. more Pods with less each) or add bigger nodes."
+    )
+
+
+# Causes whose one step only names the queues, the flavor or the resource: str.format templates
+# over {cq}, {lq}, {flavor} and {resource}.
+_SAID: dict[Code, str] = {
+    Code.LOCAL_QUEUE_NOT_FOUND: (
+        "LocalQueue {lq} does not exist: fix the kueue.x-k8s.io/queue-name label or "
+        "create the LocalQueue."
+    ),
+    Code.CLUSTER_QUEUE_STOPPED: (
+        "ClusterQueue {cq} is stopped: an admin must resume it "
+        "(kubectl kueue resume clusterqueue {cq})."
+    ),
+    Code.NAMESPACE_NOT_SELECTED: (
+        "ClusterQueue {cq}'s namespaceSelector excludes this namespace: use another queue."
+    ),
+    Code.FLAVOR_NODE_AFFINITY_MISMATCH: (
+        "The Pod template's nodeSelector/affinity excludes flavor {flavor}'s node "
+        "labels: relax them or use a queue whose flavors match."
+    ),
+    Code.RESOURCE_NOT_COVERED: (
+        "ClusterQueue {cq} has no quota for {resource}: drop that request or use another queue."
+    ),
+    Code.INSUFFICIENT_RESOURCE: (
+        "No node has enough free {resource} for one Pod: shrink the per-Pod request "
+        "or add node capacity. Kueue's quota is not the limit here."
+    ),
+    Code.NODE_AFFINITY_MISMATCH: (
+        "Some nodes do not match the Pod's nodeSelector/affinity (Kueue adds the "
+        "flavor's nodeLabels): check node labels against the flavor."
+    ),
+    Code.UNTOLERATED_NODE_TAINT: (
+        "Some nodes carry taints the Pod does not tolerate: add tolerations if intended."
+    ),
+}
+
+
+def _said(c: _Case) -> Iterator[str]:
+    yield _SAID[Code(c.r.code)].format(cq=c.cq, lq=c.lq, flavor=c.r.flavor, resource=c.r.resource)
+
+
+_REMEDIES: dict[Code, Callable[[_Case], Iterator[str]]] = {
+    Code.EXCEEDS_MAX_QUOTA: _exceeds_max_quota,
+    Code.WAITING_FOR_QUOTA: _waiting_for_quota,
+    Code.LOCAL_QUEUE_STOPPED: _local_queue_stopped,
+    Code.LOCAL_QUEUE_INACTIVE: _local_queue_stopped,
+    Code.LOCAL_QUEUE_NOT_FOUND: _said,
+    Code.CLUSTER_QUEUE_NOT_FOUND: _cluster_queue_not_found,
+    Code.CLUSTER_QUEUE_STOPPED: _said,
+    Code.FLAVOR_NOT_FOUND: _flavor_not_found,
+    Code.ADMISSION_CHECK_NOT_FOUND: _configuration_step,
+    Code.ADMISSION_CHECK_INACTIVE: _configuration_step,
+    Code.TOPOLOGY_NOT_FOUND: _configuration_step,
+    Code.COHORT_CYCLE_DETECTED: _configuration_step,
+    Code.CLUSTER_QUEUE_INACTIVE: _cluster_queue_inactive,
+    Code.NAMESPACE_NOT_SELECTED: _said,
+    Code.UNTOLERATED_FLAVOR_TAINT: _untolerated_flavor_taint,
+    Code.FLAVOR_NODE_AFFINITY_MISMATCH: _said,
+    Code.RESOURCE_NOT_COVERED: _said,
+    Code.ADMISSION_CHECK_PENDING: _admission_check,
+    Code.ADMISSION_CHECK_RETRY: _admission_check,
+    Code.ADMISSION_CHECK_REJECTED: _admission_check,
+    Code.ADMISSION_CHECK_FAILED: _admission_check,
+    Code.INSUFFICIENT_RESOURCE: _said,
+    Code.NODE_AFFINITY_MISMATCH: _said,
+    Code.UNTOLERATED_NODE_TAINT: _said,
+    Code.INSUFFICIENT_ALLOCATABLE: _insufficient_allocatable,
+}
+"""The next steps for each cause code; a code not listed has none of its own."""
+
+
+def _remedy(code: str) -> Callable[[_Case], Iterator[str]] | None:
+    known = Code.of(code)
+    if known is not None:
+        return _REMEDIES.get(known)
+    # A reason Kueue wrote that is not one of our codes (condition_reason keeps it as written):
+    # an admission check's own reason still points at the check.
+    return _admission_check if code.startswith("AdmissionCheck") else None
+
+
 def _steps(
     d: Diagnosis, flavors: Mapping[str, KubeObject], checks: Mapping[str, KubeObject]
 ) -> Iterator[str]:
-    lq, cq = d.local_queue, d.cluster_queue
     if d.stage is Stage.NOT_MANAGED:
         yield (
             "Kueue ignores this object. To queue it under Kueue, create it with the label "
@@ -100,150 +332,9 @@ def _steps(
             "(Kueue creates the Workload within seconds)."
         )
     for r in d.reasons:
-        res = r.resource
-        if r.code == Code.EXCEEDS_MAX_QUOTA:
-            line = _line(d, r.flavor, r.resource)
-            req, cap = r.number("requested"), r.number("maximumCapacity")
-            yield (
-                f"Shrink the request: the Workload needs {_q(req, res)} {res} at once but "
-                f"ClusterQueue {cq} can never provide more than {_q(cap, res)} in flavor "
-                f"{r.flavor} "
-                "(Kueue admits all Pods of a Workload together: fewer parallel Pods or smaller "
-                "per-Pod requests)."
-            )
-            yield "Or submit to a LocalQueue whose ClusterQueue has more quota."
-            if line is not None and line.borrowing_limit is not None:
-                yield (
-                    "Or ask an admin to raise borrowingLimit "
-                    f"({_q(line.borrowing_limit, res)}) or nominalQuota "
-                    f"({_q(line.nominal_quota, res)}) of ClusterQueue {cq}."
-                )
-            else:
-                yield f"Or ask an admin to raise the nominalQuota of ClusterQueue {cq}."
-        elif r.code == Code.WAITING_FOR_QUOTA:
-            line = _line(d, r.flavor, r.resource)
-            if line is not None and line.limited_by == "BORROWING_LIMIT":
-                yield (
-                    f"Wait: ClusterQueue {cq} already borrows {_q(line.borrowed, res)} "
-                    f"{res} from cohort {line.cohort}, its borrowingLimit is "
-                    f"{_q(line.borrowing_limit, res)}; the Workload is admitted when "
-                    "running Workloads of this ClusterQueue finish."
-                )
-                yield f"Or ask an admin to raise the borrowingLimit of ClusterQueue {cq}."
-            else:
-                yield (
-                    f"Wait: {_q(r.number('moreNeeded'), res)} more {res} must be freed "
-                    f"in flavor {r.flavor} by Workloads that finish (or are preempted)."
-                )
-        elif (
-            r.code in (Code.LOCAL_QUEUE_STOPPED, Code.LOCAL_QUEUE_INACTIVE) and r.object is not None
-        ):
-            ns = d.workload.namespace if d.workload else ""
-            yield (
-                f"LocalQueue {lq} is stopped: ask its owner to resume it "
-                f"(kubectl kueue resume localqueue {lq} -n {ns}), or resubmit to another "
-                "LocalQueue."
-            )
-        elif r.code == Code.LOCAL_QUEUE_NOT_FOUND:
-            yield (
-                f"LocalQueue {lq} does not exist: fix the kueue.x-k8s.io/queue-name label or "
-                "create the LocalQueue."
-            )
-        elif r.code == Code.CLUSTER_QUEUE_NOT_FOUND:
-            missing = r.object.name if r.object is not None else cq
-            yield (
-                f"LocalQueue {lq} points to ClusterQueue {missing}, which does not exist: an "
-                "admin must create it or fix the LocalQueue's spec.clusterQueue; meanwhile "
-                "resubmit to another LocalQueue."
-            )
-        elif r.code == Code.CLUSTER_QUEUE_STOPPED:
-            yield (
-                f"ClusterQueue {cq} is stopped: an admin must resume it "
-                f"(kubectl kueue resume clusterqueue {cq})."
-            )
-        elif r.code in _CONFIGURATION_STEPS and r.object is not None:
-            check = checks.get(r.object.name)
-            controller = text(check, "spec", "controllerName") if check is not None else None
-            yield _CONFIGURATION_STEPS[Code(r.code)].format(
-                cq=cq,
-                name=r.object.name,
-                controller=f"controller {controller}" if controller else "its controller",
-            )
-        elif r.code == Code.CLUSTER_QUEUE_INACTIVE:
-            if not any(x.code in _CONFIGURATION_STEPS for x in d.reasons):
-                yield (
-                    f"ClusterQueue {cq} admits nothing while it is inactive: an admin must read "
-                    f"its Active condition (kubectl get clusterqueue {cq} -o yaml) and fix "
-                    "that cause; meanwhile resubmit to another LocalQueue."
-                )
-        elif r.code == Code.NAMESPACE_NOT_SELECTED:
-            yield (
-                f"ClusterQueue {cq}'s namespaceSelector excludes this namespace: use another queue."
-            )
-        elif r.code == Code.UNTOLERATED_FLAVOR_TAINT:
-            taint = r.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
-            parsed = parse_taint(taint)
-            shown = (
-                f"{parsed[0]}={parsed[1] or ''}:{parsed[2] or ''}" if parsed is not None else taint
-            )
-            yield (
-                f"Flavor {r.flavor} of ClusterQueue {cq} only offers nodes tainted {shown}: add "
-                "a matching toleration to the Pod template if the workload may run there, or "
-                "submit to a LocalQueue whose ClusterQueue has another flavor."
-            )
-            flavor = flavors.get(r.flavor or "")
-            for t in items(flavor, "spec", "nodeTaints") if flavor is not None else []:
-                value = f', value: "{t["value"]}"' if t.get("value") else ""
-                operator = "Equal" if t.get("value") else "Exists"
-                yield (
-                    "The toleration, from ResourceFlavor "
-                    f"{r.flavor}'s nodeTaints: spec.template.spec.tolerations: "
-                    f"[{{key: {t.get('key')}, operator: {operator}{value}, "
-                    f"effect: {t.get('effect')}}}]"
-                )
-        elif r.code == Code.FLAVOR_NODE_AFFINITY_MISMATCH:
-            yield (
-                f"The Pod template's nodeSelector/affinity excludes flavor {r.flavor}'s node "
-                "labels: relax them or use a queue whose flavors match."
-            )
-        elif r.code == Code.FLAVOR_NOT_FOUND:
-            yield f"ResourceFlavor {r.flavor} is missing: an admin must create it."
-        elif r.code == Code.RESOURCE_NOT_COVERED:
-            yield (
-                f"ClusterQueue {cq} has no quota for {res}: drop that request or use another queue."
-            )
-        elif r.code.startswith("AdmissionCheck") and r.object is not None:
-            yield (
-                f"Admission check {r.object.name} is {r.kueue_reason}: see its controller's "
-                "status and message."
-            )
-        elif r.code == Code.INSUFFICIENT_RESOURCE:
-            yield (
-                f"No node has enough free {res} for one Pod: shrink the per-Pod request "
-                "or add node capacity. Kueue's quota is not the limit here."
-            )
-        elif r.code == Code.NODE_AFFINITY_MISMATCH:
-            yield (
-                "Some nodes do not match the Pod's nodeSelector/affinity (Kueue adds the "
-                "flavor's nodeLabels): check node labels against the flavor."
-            )
-        elif r.code == Code.UNTOLERATED_NODE_TAINT:
-            yield "Some nodes carry taints the Pod does not tolerate: add tolerations if intended."
-        elif r.code == Code.INSUFFICIENT_ALLOCATABLE:
-            wanted = r.number("requested")
-            largest = max(
-                (
-                    x.number("allocatable") or Fraction(0)
-                    for x in d.reasons
-                    if x.code == Code.INSUFFICIENT_ALLOCATABLE and x.resource == res
-                ),
-                default=Fraction(0),
-            )
-            yield (
-                f"The Pod requests {_q(wanted, res)} {res} and the nodes short of it offer at "
-                f"most {_q(largest, res)} allocatable: waiting does not help there; shrink the "
-                "per-Pod request (e.g. more Pods with less each) or add bigger nodes."
-            )
+        remedy = _remedy(r.code)
+        if remedy is not None:
+            yield from remedy(_Case(d, r, flavors, checks))
     quota_is_the_problem = not any(r.code in _NOT_QUOTA_CODES for r in d.reasons)
     if (
         d.stage is Stage.WAITING_FOR_QUOTA_RESERVATION

@@ -19,19 +19,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from fractions import Fraction
+from decimal import Decimal
+
+from kueue_graphql.kueue.exact import ZERO, exact_arithmetic
 
 __all__ = ["Holder", "StartEstimate", "holder_deadline", "job_deadline", "start_estimate"]
 
 FlavorResource = tuple[str, str]
-ZERO = Fraction(0)
 
 
 @dataclass(frozen=True)
 class Holder:
     """An admitted Workload's reservation and the latest time it releases it (None: no limit)."""
 
-    reserved: Mapping[FlavorResource, Fraction]
+    reserved: Mapping[FlavorResource, Decimal]
     releases_by: datetime | None
     basis: str
     """E.g. "maximumExecutionTimeSeconds 600 since admission at 2026-12-03T10:00:00Z"."""
@@ -101,9 +102,10 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@exact_arithmetic
 def _time_for_flavor(
     flavor: str,
-    missing: Mapping[str, Fraction],
+    missing: Mapping[str, Decimal],
     holders: Sequence[Holder],
 ) -> tuple[datetime | None, list[Holder], str]:
     """The earliest time the flavor has `missing` of every resource freed, from holders with
@@ -143,7 +145,7 @@ def _time_for_flavor(
 
 def start_estimate(
     groups: Sequence[Sequence[str]],
-    missing: Mapping[FlavorResource, Fraction],
+    missing: Mapping[FlavorResource, Decimal],
     holders: Sequence[Holder],
     *,
     holders_complete: bool,

@@ -7,7 +7,7 @@ that could carry one. Loaded by `kueue_graphql.lookups.ahead`, computed by the p
 
 from __future__ import annotations
 
-from fractions import Fraction
+from decimal import Decimal
 
 import strawberry
 
@@ -49,7 +49,7 @@ class FlavorResourceAmount:
     quantity: str
 
     @classmethod
-    def of(cls, flavor: str, resource: str, value: Fraction) -> FlavorResourceAmount:
+    def of(cls, flavor: str, resource: str, value: Decimal) -> FlavorResourceAmount:
         return cls(
             flavor=flavor, resource=resource, quantity=ResourceAmount.of(resource, value).quantity
         )

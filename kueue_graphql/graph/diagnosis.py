@@ -7,7 +7,6 @@ The input is loaded as the calling user by `kueue_graphql.lookups.diagnosis`; th
 from __future__ import annotations
 
 from decimal import Decimal
-from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
@@ -28,7 +27,7 @@ from kueue_graphql.kube.resources import (
     DEPLOYMENT,
     canonical_kind,
 )
-from kueue_graphql.kueue.exact import as_decimal, format_quantity
+from kueue_graphql.kueue.exact import format_quantity
 from kueue_graphql.kueue.quantity import decimal_text
 from kueue_graphql.kueue.vocabulary import KUEUE_DEPLOYMENT, kueue_version_of
 from kueue_graphql.lookups import KueueReader, diagnosis_input_for_owner, observe
@@ -59,8 +58,8 @@ strawberry.enum(
 strawberry.enum(dx.Verdict, name="QuotaVerdict")
 
 
-def _decimal(value: Fraction) -> Decimal:
-    return Decimal(decimal_text(as_decimal(value)))
+def _decimal(value: Decimal) -> Decimal:
+    return Decimal(decimal_text(value))
 
 
 @strawberry.type(description="An exact amount: Kubernetes notation and exact decimal number.")
@@ -69,11 +68,11 @@ class DiagnosisAmount:
     amount: Decimal
 
     @classmethod
-    def of(cls, value: Fraction, resource: str | None) -> DiagnosisAmount:
+    def of(cls, value: Decimal, resource: str | None) -> DiagnosisAmount:
         return cls(quantity=format_quantity(value, resource), amount=_decimal(value))
 
     @classmethod
-    def maybe(cls, value: Fraction | None, resource: str | None) -> DiagnosisAmount | None:
+    def maybe(cls, value: Decimal | None, resource: str | None) -> DiagnosisAmount | None:
         return None if value is None else cls.of(value, resource)
 
 

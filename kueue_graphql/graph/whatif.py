@@ -9,7 +9,6 @@ translate it.
 from __future__ import annotations
 
 from decimal import Decimal
-from fractions import Fraction
 
 import strawberry
 
@@ -89,7 +88,7 @@ class ResourceAmount:
     amount: Decimal
 
     @classmethod
-    def of(cls, resource: str, value: Fraction) -> ResourceAmount:
+    def of(cls, resource: str, value: Decimal) -> ResourceAmount:
         exact = DiagnosisAmount.of(value, resource)
         return cls(resource=resource, quantity=exact.quantity, amount=exact.amount)
 
@@ -278,7 +277,7 @@ def _priority_class(inputs: list[WhatIfPodSetInput]) -> PriorityClassRef | None:
     return PriorityClassRef(class_name)
 
 
-def _request(quantity: str, path: str) -> Fraction:
+def _request(quantity: str, path: str) -> Decimal:
     """One request's quantity, by Kubernetes' grammar and kueue.quantity's limits (bounded
     cost, whatever the text); BAD_REQUEST naming the field otherwise."""
     try:
@@ -303,7 +302,7 @@ def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
     for index, ps in enumerate(inputs):
         if not 1 <= ps.count <= MAX_COUNT:
             raise BadRequestError(f"podSets[{ps.name}].count must be 1..{MAX_COUNT}")
-        per_pod: dict[str, Fraction] = {}
+        per_pod: dict[str, Decimal] = {}
         for number, request in enumerate(ps.requests):
             if not request.resource or request.resource in per_pod:
                 raise BadRequestError(f"podSets[{ps.name}]: empty or repeated resource name")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
-from fractions import Fraction
+from decimal import Decimal
 
-from kueue_graphql.kueue.exact import QuantityError, format_quantity, parse_quantity
+from kueue_graphql.kueue.exact import ARITHMETIC, QuantityError, format_quantity, parse_quantity
 from kueue_graphql.kueue.model import Number, ObjectRef, Reason, ReasonSource
 from kueue_graphql.kueue.vocabulary import (
     GRANULAR_PENDING_REASONS,
@@ -151,8 +151,8 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
             numbers = tuple(
                 Number(
                     n.name,
-                    n.value + before.value,
-                    format_quantity(n.value + before.value, m.group("res")),
+                    ARITHMETIC.add(n.value, before.value),
+                    format_quantity(ARITHMETIC.add(n.value, before.value), m.group("res")),
                 )
                 if n.name == "requested"
                 else n
@@ -310,8 +310,8 @@ def parse_failed_scheduling(message: str, source: ReasonSource) -> list[Reason]:
                 source=source,
                 resource=resource,
                 numbers=(
-                    Number("nodes", Fraction(int(hm.group("count"))), hm.group("count")),
-                    Number("totalNodes", Fraction(int(total)), total),
+                    Number("nodes", Decimal(int(hm.group("count"))), hm.group("count")),
+                    Number("totalNodes", Decimal(int(total)), total),
                 ),
             )
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any, TypeAlias, TypeVar
 
 __all__ = [
@@ -92,7 +92,7 @@ class Number:
     """A named quantity read from a message or an object, e.g. maximumCapacity = 2."""
 
     name: str
-    value: Fraction
+    value: Decimal
     text: str
 
 
@@ -115,7 +115,7 @@ class Reason:
     object: ObjectRef | None = None
     numbers: tuple[Number, ...] = ()
 
-    def number(self, name: str) -> Fraction | None:
+    def number(self, name: str) -> Decimal | None:
         for n in self.numbers:
             if n.name == name:
                 return n.value
@@ -154,17 +154,17 @@ class QuotaLine:
 
     flavor: str
     resource: str
-    requested: Fraction
-    nominal_quota: Fraction
-    borrowing_limit: Fraction | None
-    lending_limit: Fraction | None
-    reserved: Fraction
-    used: Fraction
-    borrowed: Fraction
+    requested: Decimal
+    nominal_quota: Decimal
+    borrowing_limit: Decimal | None
+    lending_limit: Decimal | None
+    reserved: Decimal
+    used: Decimal
+    borrowed: Decimal
     cohort: str | None
-    cohort_can_lend: Fraction | None
-    maximum_capacity: Fraction | None
-    available_now: Fraction | None
+    cohort_can_lend: Decimal | None
+    maximum_capacity: Decimal | None
+    available_now: Decimal | None
     verdict: Verdict
     limited_by: str | None = None
     """NOMINAL_QUOTA, BORROWING_LIMIT, COHORT or NOT_IN_CLUSTER_QUEUE when it does not fit."""

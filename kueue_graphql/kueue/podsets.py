@@ -1,18 +1,19 @@
-"""Kueue's request rule (kueue.requests, the one copy) in the diagnosis' exact Fractions.
+"""Kueue's request rule (kueue.requests, the one copy) as the diagnosis' exact Decimals.
 
 The diagnosis and whatIf do quota arithmetic across scales, so they take kueue.requests' answers
-as Fractions and leave out resources requested at zero (they never decide a verdict and would
-only add lines).
+as plain exact Decimals (kueue.exact) and leave out resources requested at zero (they never
+decide a verdict and would only add lines).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
 from kueue_graphql.kueue import requests as decimal_requests
+from kueue_graphql.kueue.exact import ZERO, exact_arithmetic
 from kueue_graphql.kueue.model import KubeObject
 from kueue_graphql.kueue.quantity import Quantity
 
@@ -29,21 +30,21 @@ __all__ = [
 class PodSetRequest:
     name: str
     count: int
-    per_pod: Mapping[str, Fraction]
-    total: Mapping[str, Fraction]
+    per_pod: Mapping[str, Decimal]
+    total: Mapping[str, Decimal]
     flavors: Mapping[str, str]
     """resource -> flavor, when the Workload holds a quota reservation."""
     source: str
     """Where `total` comes from: status.admission, status.resourceRequests or spec."""
 
 
-def _fractions(resources: Mapping[str, Quantity]) -> dict[str, Fraction]:
-    return {k: Fraction(q.amount) for k, q in resources.items() if q.amount != 0}
+def _nonzero(resources: Mapping[str, Quantity]) -> dict[str, Decimal]:
+    return {k: q.amount for k, q in resources.items() if q.amount != 0}
 
 
-def per_pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
+def per_pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, Decimal]:
     """One pod's effective request, as Kueue counts it against quota."""
-    return _fractions(decimal_requests.pod_requests(pod_spec))
+    return _nonzero(decimal_requests.pod_requests(pod_spec))
 
 
 def workload_requests(workload: KubeObject) -> list[PodSetRequest]:
@@ -52,8 +53,8 @@ def workload_requests(workload: KubeObject) -> list[PodSetRequest]:
         PodSetRequest(
             name=ps.name,
             count=ps.count,
-            per_pod=_fractions(ps.per_pod),
-            total=_fractions(ps.total),
+            per_pod=_nonzero(ps.per_pod),
+            total=_nonzero(ps.total),
             flavors=ps.flavors,
             source=ps.source,
         )
@@ -61,15 +62,16 @@ def workload_requests(workload: KubeObject) -> list[PodSetRequest]:
     ]
 
 
-def total_needs(requests: list[PodSetRequest]) -> dict[str, Fraction]:
+@exact_arithmetic
+def total_needs(requests: list[PodSetRequest]) -> dict[str, Decimal]:
     """What the Workload needs at once, per resource: every pod set's total, summed. The one
     aggregate that quota lines, reasons, summaries and next steps use."""
-    out: dict[str, Fraction] = {}
+    out: dict[str, Decimal] = {}
     for ps in requests:
         for res, value in ps.total.items():
-            out[res] = out.get(res, Fraction(0)) + value
+            out[res] = out.get(res, ZERO) + value
     return out
 
 
-def workload_needs(workload: KubeObject | None) -> dict[str, Fraction] | None:
+def workload_needs(workload: KubeObject | None) -> dict[str, Decimal] | None:
     return None if workload is None else total_needs(workload_requests(workload))

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
+from decimal import Decimal
 
-from kueue_graphql.kueue.exact import QuantityError, parse_quantity
+from kueue_graphql.kueue.exact import ZERO, QuantityError, exact_arithmetic, parse_quantity
 from kueue_graphql.kueue.model import KubeObject, QuotaLine, QuotaReport, Verdict, Visibility
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.podsets import PodSetRequest, total_needs
@@ -39,10 +39,9 @@ __all__ = [
 ]
 
 FlavorResource = tuple[str, str]
-ZERO = Fraction(0)
 
 
-def _qty(raw: object) -> Fraction | None:
+def _qty(raw: object) -> Decimal | None:
     if not isinstance(raw, str | int | float) or isinstance(raw, bool):
         return None
     try:
@@ -53,9 +52,9 @@ def _qty(raw: object) -> Fraction | None:
 
 @dataclass(frozen=True)
 class ResourceQuota:
-    nominal: Fraction
-    borrowing_limit: Fraction | None
-    lending_limit: Fraction | None
+    nominal: Decimal
+    borrowing_limit: Decimal | None
+    lending_limit: Decimal | None
 
 
 def quotas_of(obj: KubeObject) -> dict[FlavorResource, ResourceQuota]:
@@ -73,8 +72,8 @@ def quotas_of(obj: KubeObject) -> dict[FlavorResource, ResourceQuota]:
     return out
 
 
-def _usage(obj: KubeObject, field_name: str) -> dict[FlavorResource, tuple[Fraction, Fraction]]:
-    out: dict[FlavorResource, tuple[Fraction, Fraction]] = {}
+def _usage(obj: KubeObject, field_name: str) -> dict[FlavorResource, tuple[Decimal, Decimal]]:
+    out: dict[FlavorResource, tuple[Decimal, Decimal]] = {}
     for flavor in items(obj, "status", field_name):
         for res in items(flavor, "resources"):
             key = (str(flavor.get("name") or ""), str(res.get("name") or ""))
@@ -97,14 +96,15 @@ class _Node:
     is_cohort: bool
     parent: str | None
     quotas: dict[FlavorResource, ResourceQuota]
-    usage: dict[FlavorResource, Fraction] = field(default_factory=dict)
-    subtree: dict[FlavorResource, Fraction] = field(default_factory=dict)
+    usage: dict[FlavorResource, Decimal] = field(default_factory=dict)
+    subtree: dict[FlavorResource, Decimal] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
 
 
 class CohortTree:
     """The ClusterQueue/Cohort forest, built from listed objects (implicit cohorts included)."""
 
+    @exact_arithmetic
     def __init__(self, cluster_queues: Sequence[KubeObject], cohorts: Sequence[KubeObject]) -> None:
         self._nodes: dict[str, _Node] = {}
         for cohort in cohorts:
@@ -139,6 +139,7 @@ class CohortTree:
             if node.parent is None:
                 self._accumulate(key, set())
 
+    @exact_arithmetic
     def _accumulate(self, key: str, seen: set[str]) -> None:
         if key in seen:  # a cycle: Kueue refuses it too; stop rather than loop
             return
@@ -183,19 +184,22 @@ class CohortTree:
         return out
 
     @staticmethod
-    def _local(node: _Node, fr: FlavorResource) -> Fraction:
+    @exact_arithmetic
+    def _local(node: _Node, fr: FlavorResource) -> Decimal:
         quota = node.quotas.get(fr)
         if quota is not None and quota.lending_limit is not None:
             return max(ZERO, node.subtree.get(fr, ZERO) - quota.lending_limit)
         return ZERO
 
-    def _local_available(self, node: _Node, fr: FlavorResource) -> Fraction:
+    @exact_arithmetic
+    def _local_available(self, node: _Node, fr: FlavorResource) -> Decimal:
         return max(ZERO, self._local(node, fr) - node.usage.get(fr, ZERO))
 
-    def available(self, cq_name: str, fr: FlavorResource) -> Fraction:
+    def available(self, cq_name: str, fr: FlavorResource) -> Decimal:
         return max(ZERO, self._available("cq/" + cq_name, fr, set()))
 
-    def _available(self, key: str, fr: FlavorResource, seen: set[str]) -> Fraction:
+    @exact_arithmetic
+    def _available(self, key: str, fr: FlavorResource, seen: set[str]) -> Decimal:
         node = self._nodes[key]
         if node.parent is None or key in seen:
             return node.subtree.get(fr, ZERO) - node.usage.get(fr, ZERO)
@@ -209,6 +213,7 @@ class CohortTree:
             parent_available = min(with_max, parent_available)
         return self._local_available(node, fr) + parent_available
 
+    @exact_arithmetic
     def borrowing_limit_binds(self, cq_name: str, fr: FlavorResource) -> bool:
         """True when the ClusterQueue's borrowingLimit, not the cohort, caps what it gets."""
         key = "cq/" + cq_name
@@ -221,10 +226,11 @@ class CohortTree:
         used_in_parent = max(ZERO, node.usage.get(fr, ZERO) - self._local(node, fr))
         return stored_in_parent - used_in_parent + quota.borrowing_limit < parent_available
 
-    def potential_available(self, cq_name: str, fr: FlavorResource) -> Fraction:
+    def potential_available(self, cq_name: str, fr: FlavorResource) -> Decimal:
         return self._potential("cq/" + cq_name, fr, set())
 
-    def _potential(self, key: str, fr: FlavorResource, seen: set[str]) -> Fraction:
+    @exact_arithmetic
+    def _potential(self, key: str, fr: FlavorResource, seen: set[str]) -> Decimal:
         node = self._nodes[key]
         if node.parent is None or key in seen:
             return node.subtree.get(fr, ZERO)
@@ -236,8 +242,10 @@ class CohortTree:
         return result
 
 
-def _assigned(requests: Sequence[PodSetRequest]) -> dict[FlavorResource, Fraction]:
-    out: dict[FlavorResource, Fraction] = {}
+@exact_arithmetic
+@exact_arithmetic
+def _assigned(requests: Sequence[PodSetRequest]) -> dict[FlavorResource, Decimal]:
+    out: dict[FlavorResource, Decimal] = {}
     for ps in requests:
         for res, value in ps.total.items():
             flavor = ps.flavors.get(res)
@@ -265,11 +273,13 @@ def cohort_tree(
     return CohortTree([*others, cluster_queue], cohorts)
 
 
+@exact_arithmetic
+@exact_arithmetic
 def quota_line(
     cluster_queue: KubeObject,
     tree: CohortTree | None,
     fr: FlavorResource,
-    requested: Fraction,
+    requested: Decimal,
     *,
     holds_reservation: bool = False,
 ) -> QuotaLine:
@@ -287,15 +297,15 @@ def quota_line(
     reserved_now, borrowed = _usage(cluster_queue, "flavorsReservation").get(fr, (ZERO, ZERO))
     used_now, _ = _usage(cluster_queue, "flavorsUsage").get(fr, (ZERO, ZERO))
     if tree is not None and quota is not None:
-        maximum: Fraction | None = tree.potential_available(cq_name, fr)
-        available: Fraction | None = tree.available(cq_name, fr)
+        maximum: Decimal | None = tree.potential_available(cq_name, fr)
+        available: Decimal | None = tree.available(cq_name, fr)
     elif quota is None:
         maximum, available = ZERO, ZERO
     else:
         maximum, available = None, None
         if quota.borrowing_limit is not None:
             maximum = nominal + quota.borrowing_limit  # an upper bound of Kueue's figure
-    cohort_can_lend: Fraction | None = None
+    cohort_can_lend: Decimal | None = None
     if available is not None and cohort_name is not None:
         cohort_can_lend = max(ZERO, available - max(ZERO, nominal - reserved_now))
     limited_by: str | None = None

@@ -23,8 +23,11 @@ __all__ = [
     "LEGACY_PENDING_REASONS",
     "VISIBILITY_API_VERSION",
     "VISIBILITY_GROUP",
+    "ClusterQueueActiveReason",
     "Code",
     "CodeGroup",
+    "EvictionReason",
+    "WorkloadCondition",
     "kueue_version_of",
 ]
 
@@ -83,23 +86,47 @@ GRANULAR_PENDING_REASONS = frozenset(
     }
 )
 
-# ClusterQueue Active=False reasons (clusterqueue_types.go ClusterQueueActiveReason*), plus
-# CohortCycleDetected, which newer releases write when the ClusterQueue's cohort tree loops.
-CLUSTER_QUEUE_ACTIVE_REASONS = frozenset(
-    {
-        "Terminating",
-        "Stopped",
-        "FlavorNotFound",
-        "AdmissionCheckNotFound",
-        "AdmissionCheckInactive",
-        "MultipleMultiKueueAdmissionChecks",
-        "MultiKueueAdmissionCheckAppliedPerFlavor",
-        "MultiKueueWithProvisioningRequest",
-        "TopologyNotFound",
-        "CohortCycleDetected",
-        "Unknown",
-    }
-)
+
+class WorkloadCondition(enum.StrEnum):
+    """Workload condition types Kueue writes that the diagnosis reads by name (Kueue v0.17.0
+    apis/kueue/v1beta2/workload_types.go: WorkloadEvicted, WorkloadPreempted,
+    WorkloadBlockedOnPreemptionGates). Kueue's words, not our `Code`s, even where spelled alike."""
+
+    EVICTED = "Evicted"
+    PREEMPTED = "Preempted"
+    BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
+
+
+class EvictionReason(enum.StrEnum):
+    """Reasons of the Workload's Evicted condition (Kueue v0.17.0
+    apis/kueue/v1beta2/workload_types.go WorkloadEvictedBy*); Kueue may append "DueTo...",
+    e.g. "ClusterQueueStoppedDueToDeletion"."""
+
+    PREEMPTED = "Preempted"
+    ADMISSION_CHECK = "AdmissionCheck"
+    CLUSTER_QUEUE_STOPPED = "ClusterQueueStopped"
+    LOCAL_QUEUE_STOPPED = "LocalQueueStopped"
+
+
+class ClusterQueueActiveReason(enum.StrEnum):
+    """ClusterQueue Active=False reasons (Kueue v0.17.0 apis/kueue/v1beta2/clusterqueue_types.go
+    ClusterQueueActiveReason*; Ready, the Active=True reason, is not one), plus
+    CohortCycleDetected, which newer releases write when the ClusterQueue's cohort tree loops."""
+
+    TERMINATING = "Terminating"
+    STOPPED = "Stopped"
+    FLAVOR_NOT_FOUND = "FlavorNotFound"
+    ADMISSION_CHECK_NOT_FOUND = "AdmissionCheckNotFound"
+    ADMISSION_CHECK_INACTIVE = "AdmissionCheckInactive"
+    MULTIPLE_MULTIKUEUE_ADMISSION_CHECKS = "MultipleMultiKueueAdmissionChecks"
+    MULTIKUEUE_ADMISSION_CHECK_APPLIED_PER_FLAVOR = "MultiKueueAdmissionCheckAppliedPerFlavor"
+    MULTIKUEUE_WITH_PROVISIONING_REQUEST = "MultiKueueWithProvisioningRequest"
+    TOPOLOGY_NOT_FOUND = "TopologyNotFound"
+    COHORT_CYCLE_DETECTED = "CohortCycleDetected"
+    UNKNOWN = "Unknown"
+
+
+CLUSTER_QUEUE_ACTIVE_REASONS = frozenset(reason.value for reason in ClusterQueueActiveReason)
 
 
 class CodeGroup(enum.Enum):

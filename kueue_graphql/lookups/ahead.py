@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
 from kueue_graphql import diagnosis as dx
@@ -34,7 +34,13 @@ from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import JOB, VISIBILITY_LOCAL_QUEUE
 from kueue_graphql.kueue.conditions import holds_quota_in
-from kueue_graphql.kueue.exact import QuantityError, parse_quantity
+from kueue_graphql.kueue.exact import (
+    ARITHMETIC,
+    ZERO,
+    QuantityError,
+    exact_arithmetic,
+    parse_quantity,
+)
 from kueue_graphql.kueue.podsets import total_needs, workload_requests
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, quota_view
 from kueue_graphql.lookups.reader import KueueReader
@@ -61,16 +67,17 @@ def _entry(item: Mapping[str, Any]) -> AheadEntry:
     )
 
 
-def _sum(workloads: Sequence[JsonObject]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
+@exact_arithmetic
+def _sum(workloads: Sequence[JsonObject]) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = {}
     for wl in workloads:
         for res, value in total_needs(workload_requests(wl)).items():
-            out[res] = out.get(res, Fraction(0)) + value
+            out[res] = out.get(res, ZERO) + value
     return out
 
 
-def _held(cluster_queue: JsonObject) -> dict[tuple[str, str], Fraction]:
-    out: dict[tuple[str, str], Fraction] = {}
+def _held(cluster_queue: JsonObject) -> dict[tuple[str, str], Decimal]:
+    out: dict[tuple[str, str], Decimal] = {}
     for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []:
         for res in flavor.get("resources") or []:
             try:
@@ -113,8 +120,9 @@ async def _job_of(reader: KueueReader, workload: JsonObject) -> tuple[JsonObject
         return None, f"Job {job_name} is gone"
 
 
+@exact_arithmetic
 def _holder(workload: JsonObject, job: JsonObject | None = None, unknown: str = "") -> Holder:
-    reserved: dict[tuple[str, str], Fraction] = {}
+    reserved: dict[tuple[str, str], Decimal] = {}
     admission = (workload.get("status") or {}).get("admission") or {}
     for assignment in admission.get("podSetAssignments") or []:
         flavors = assignment.get("flavors") or {}
@@ -127,7 +135,7 @@ def _holder(workload: JsonObject, job: JsonObject | None = None, unknown: str = 
             except QuantityError:
                 continue
             key = (str(flavor), str(res))
-            reserved[key] = reserved.get(key, Fraction(0)) + value
+            reserved[key] = reserved.get(key, ZERO) + value
     conditions = (workload.get("status") or {}).get("conditions") or []
     admitted_at = next(
         (
@@ -167,7 +175,7 @@ async def _start(
     lines = headroom(cluster_queue, members, cohorts).lines  # type: ignore[arg-type]
     available = {(line.flavor, line.resource): line.available_now for line in lines}
     groups: list[list[str]] = []
-    missing: dict[tuple[str, str], Fraction] = {}
+    missing: dict[tuple[str, str], Decimal] = {}
     for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
         covered = [r for r in group.get("coveredResources") or [] if r in needs]
         if not covered:
@@ -179,7 +187,7 @@ async def _start(
                 free = available.get((flavor, res))
                 if free is None:
                     return StartEstimate(None, "no estimate: what the cohort can lend is unknown")
-                missing[(flavor, res)] = max(Fraction(0), needs[res] - free)
+                missing[(flavor, res)] = max(ZERO, ARITHMETIC.subtract(needs[res], free))
     reserving = (cluster_queue.get("status") or {}).get("reservingWorkloads")
     cq_name = str((cluster_queue.get("metadata") or {}).get("name"))
     try:
@@ -251,7 +259,7 @@ async def load_ahead(
     position = found.item.get("positionInClusterQueue")
     in_cq = position if isinstance(position, int) else None
     # Her own namespace's Workloads ahead: read as her, summed.
-    local_requests: dict[str, Fraction] | None
+    local_requests: dict[str, Decimal] | None
     try:
         page = await reader.workloads(namespace, local_queue=local_queue)
         by_name = {str(_meta(w).get("name")): w for w in page.items}
@@ -264,7 +272,7 @@ async def load_ahead(
             "the requests of Workloads ahead in your LocalQueue: you may not list them"
         )
     cluster_entries: list[AheadEntry] | None = None
-    held: dict[tuple[str, str], Fraction] | None = None
+    held: dict[tuple[str, str], Decimal] | None = None
     strategy: str | None = None
     start: StartEstimate | None = StartEstimate(
         None, "no estimate: the ClusterQueue's quota may not be read (nor disclosed)"

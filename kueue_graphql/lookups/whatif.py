@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
+from decimal import Decimal
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundError
@@ -22,7 +22,7 @@ from kueue_graphql.kube.resources import (
     Resource,
 )
 from kueue_graphql.kueue.conditions import holds_quota_in
-from kueue_graphql.kueue.exact import QuantityError, parse_quantity
+from kueue_graphql.kueue.exact import ZERO, QuantityError, exact_arithmetic, parse_quantity
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaView, quota_view
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.whatif import (
@@ -111,6 +111,7 @@ async def resolve_priority(
     raise NotFoundError(kinds, ref.name)
 
 
+@exact_arithmetic
 def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate | None:
     """An admitted (quota-reserved, not finished, not evicted) Workload of the ClusterQueue."""
     if not holds_quota_in(workload, cluster_queue):
@@ -121,7 +122,7 @@ def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate 
     reserved_cond = conditions.get("QuotaReserved") or {}
     if (conditions.get("Evicted") or {}).get("status") == "True":
         return None
-    reserved: dict[tuple[str, str], Fraction] = {}
+    reserved: dict[tuple[str, str], Decimal] = {}
     for assignment in admission.get("podSetAssignments") or []:
         flavors = assignment.get("flavors") or {}
         for res, qty in (assignment.get("resourceUsage") or {}).items():
@@ -132,7 +133,7 @@ def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate 
             except QuantityError:
                 continue
             key = (str(flavors[res]), str(res))
-            reserved[key] = reserved.get(key, Fraction(0)) + value
+            reserved[key] = reserved.get(key, ZERO) + value
     priority = (workload.get("spec") or {}).get("priority")
     return PreemptionCandidate(
         priority=priority if isinstance(priority, int) else 0,

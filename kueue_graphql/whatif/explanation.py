@@ -13,7 +13,7 @@ from kueue_graphql.kueue.exact import format_quantity
 from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict, known
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.quota import FlavorResource
-from kueue_graphql.whatif.flavorassigner import FLAVOR_CODES, go_taint
+from kueue_graphql.whatif.flavorassigner import UNFIT_FLAVOR_LIMITED_BY, go_taint
 from kueue_graphql.whatif.model import (
     ZERO,
     GroupAssignment,
@@ -123,7 +123,7 @@ def _summary(result: WhatIfResult) -> str:
         return f"{verdict}"
     line = _limiting_line(result, group)
     if result.verdict is Verdict.NEVER_FITS:
-        if group.limited_by in FLAVOR_CODES:
+        if group.limited_by in UNFIT_FLAVOR_LIMITED_BY:
             reason = group.attempts[0].reasons[0] if group.attempts else ""
             return f"never fits: no flavor of ClusterQueue {cq} can take the Pods ({reason})"
         if group.limited_by == "NOT_IN_CLUSTER_QUEUE":
@@ -217,7 +217,7 @@ def _group_steps(
     flavors: Mapping[str, KubeObject],
 ) -> Iterator[str]:
     cq = result.cluster_queue
-    if group.limited_by in FLAVOR_CODES:
+    if group.limited_by in UNFIT_FLAVOR_LIMITED_BY:
         for attempt in group.attempts:
             for reason in attempt.reasons:
                 if reason.startswith("untolerated taint"):

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
-from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.exact import exact_arithmetic, format_quantity
 from kueue_graphql.kueue.model import KubeObject, QuotaLine, Verdict, known
 from kueue_graphql.kueue.objects import items, mapping, name, text
 from kueue_graphql.kueue.quota import (
@@ -55,10 +55,10 @@ from kueue_graphql.whatif.model import (
 )
 from kueue_graphql.whatif.preemption import count_targets, preemption_policy
 
-__all__ = ["FLAVOR_CODES", "FlavorAssigner", "go_taint", "pod_set_requests"]
+__all__ = ["UNFIT_FLAVOR_LIMITED_BY", "FlavorAssigner", "go_taint", "pod_set_requests"]
 
 # The limitedBy codes of a flavor that cannot take the Pods at all (checkFlavorForPodSets).
-FLAVOR_CODES = frozenset({"FLAVOR_NOT_FOUND", "FLAVOR_TAINT", "FLAVOR_NODE_AFFINITY"})
+UNFIT_FLAVOR_LIMITED_BY = frozenset({"FLAVOR_NOT_FOUND", "FLAVOR_TAINT", "FLAVOR_NODE_AFFINITY"})
 
 
 def go_taint(taint: Mapping[str, Any]) -> str:
@@ -170,7 +170,7 @@ class FlavorAssigner:
         self.groups = _groups(cluster_queue)
         self.fungibility = mapping(cluster_queue, "spec", "flavorFungibility")
         self.cohort = text(cluster_queue, "spec", "cohortName")
-        self.assumed: dict[FlavorResource, Fraction] = {}
+        self.assumed: dict[FlavorResource, Decimal] = {}
         self.lines: dict[FlavorResource, QuotaLine] = {}
 
     def group_of(self, resource: str) -> _Group | None:
@@ -183,7 +183,8 @@ class FlavorAssigner:
         policy = text(self.cq, "spec", "preemption", "borrowWithinCohort", "policy")
         return policy not in (None, "Never")
 
-    def _fits(self, fr: FlavorResource, request: Fraction) -> tuple[Verdict, bool, bool, str]:
+    @exact_arithmetic
+    def _fits(self, fr: FlavorResource, request: Decimal) -> tuple[Verdict, bool, bool, str]:
         """fitsResourceQuota: (verdict, borrows, may preempt, Kueue's message or "")."""
         flavor, res = fr
         assumed = self.assumed.get(fr, ZERO)
@@ -227,7 +228,7 @@ class FlavorAssigner:
         )
 
     def _try_flavor(
-        self, flavor_name: str, ps: ProposedPodSet, group: _Group, requests: Mapping[str, Fraction]
+        self, flavor_name: str, ps: ProposedPodSet, group: _Group, requests: Mapping[str, Decimal]
     ) -> _Attempt:
         if self.flavors_known:
             mismatch = _flavor_mismatch(
@@ -302,8 +303,9 @@ class FlavorAssigner:
             return bool(a.preempts)  # Preempt mode (targets found) over NoFit
         return not a.borrows and b.borrows
 
+    @exact_arithmetic
     def assign_group(
-        self, ps: ProposedPodSet, group: _Group, requests: Mapping[str, Fraction]
+        self, ps: ProposedPodSet, group: _Group, requests: Mapping[str, Decimal]
     ) -> GroupAssignment:
         attempts: list[_Attempt] = []
         best: _Attempt | None = None
@@ -347,7 +349,7 @@ class FlavorAssigner:
             verdict, flavor = Verdict.NEVER_FITS, None
             # The most actionable cause: a quota limit of a flavor that could take the Pods,
             # else the first flavor's mismatch.
-            quota_failures = [a for a in attempts if a.limited_by not in FLAVOR_CODES]
+            quota_failures = [a for a in attempts if a.limited_by not in UNFIT_FLAVOR_LIMITED_BY]
             limited_by = (quota_failures or attempts)[0].limited_by if attempts else None
         return GroupAssignment(
             pod_set=ps.name,
@@ -366,9 +368,10 @@ class FlavorAssigner:
         )
 
 
-def pod_set_requests(ps: ProposedPodSet, covers_pods: bool) -> dict[str, Fraction]:
+@exact_arithmetic
+def pod_set_requests(ps: ProposedPodSet, covers_pods: bool) -> dict[str, Decimal]:
     total = {res: value * ps.count for res, value in ps.per_pod.items() if value != 0}
     if covers_pods:
         # assignFlavors: with a group covering "pods", each Pod counts one.
-        total["pods"] = Fraction(ps.count)
+        total["pods"] = Decimal(ps.count)
     return total

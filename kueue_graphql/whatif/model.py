@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
+from kueue_graphql.kueue.exact import ZERO
 from kueue_graphql.kueue.model import (
     Absent,
     KubeObject,
@@ -33,7 +34,6 @@ __all__ = [
     "WhatIfResult",
 ]
 
-ZERO = Fraction(0)
 RANK = {
     Verdict.NEVER_FITS: 0,
     Verdict.QUEUE_INACTIVE: 1,
@@ -49,7 +49,7 @@ class ProposedPodSet:
 
     name: str
     count: int
-    per_pod: Mapping[str, Fraction]
+    per_pod: Mapping[str, Decimal]
     node_selector: Mapping[str, str] = field(default_factory=dict)
     affinity_terms: tuple[Mapping[str, Any], ...] = ()
     """requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms, as JSON."""
@@ -63,7 +63,7 @@ class PreemptionCandidate:
 
     priority: int
     admitted_at: str
-    reserved: Mapping[tuple[str, str], Fraction]
+    reserved: Mapping[tuple[str, str], Decimal]
 
 
 @dataclass(frozen=True)
@@ -127,8 +127,8 @@ class GroupAssignment:
 class PodSetOutcome:
     name: str
     count: int
-    per_pod: Mapping[str, Fraction]
-    total: Mapping[str, Fraction]
+    per_pod: Mapping[str, Decimal]
+    total: Mapping[str, Decimal]
     groups: tuple[GroupAssignment, ...]
 
 

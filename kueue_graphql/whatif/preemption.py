@@ -11,8 +11,9 @@ Reclaim within the cohort and borrowWithinCohort are not simulated.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from fractions import Fraction
+from decimal import Decimal
 
+from kueue_graphql.kueue.exact import exact_arithmetic
 from kueue_graphql.kueue.model import KubeObject, QuotaLine
 from kueue_graphql.kueue.objects import text
 from kueue_graphql.kueue.quota import FlavorResource, ResourceQuota
@@ -27,10 +28,11 @@ def preemption_policy(cluster_queue: KubeObject, key: str) -> str:
     return text(cluster_queue, "spec", "preemption", key) or "Never"
 
 
+@exact_arithmetic
 def count_targets(
     cluster_queue: KubeObject,
     flavor: str,
-    requests: Mapping[str, Fraction],
+    requests: Mapping[str, Decimal],
     lines: Mapping[FlavorResource, QuotaLine],
     quotas: Mapping[FlavorResource, ResourceQuota],
     candidates: Sequence[PreemptionCandidate],
@@ -48,7 +50,7 @@ def count_targets(
         return 0
     # (LowerOrNewerEqualPriority also takes equal-priority Workloads newer than the incoming
     # one: every admitted Workload is older than one not created yet.)
-    need: dict[str, Fraction] = {}
+    need: dict[str, Decimal] = {}
     for res in requests:
         line = lines.get((flavor, res))
         if line is None or line.available_now is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
+from decimal import Decimal
 
 from kueue_graphql.diagnosis.ahead import AheadEntry, AheadInput, WhyAhead, ahead_of_me
 
@@ -20,9 +20,9 @@ def _input(**changes: object) -> AheadInput:
             AheadEntry(0, "2026-12-03T10:00:02Z"),
             AheadEntry(0, "2026-12-03T10:00:07Z"),
         ],
-        "local_requests": {"cpu": Fraction(1)},
+        "local_requests": {"cpu": Decimal(1)},
         "cluster_requests": None,
-        "held": {("standard", "cpu"): Fraction(1)},
+        "held": {("standard", "cpu"): Decimal(1)},
         "queueing_strategy": "BestEffortFIFO",
     }
     fields.update(changes)
@@ -34,8 +34,8 @@ def test_reasons_by_priority_then_time() -> None:
     # The same-priority entry created later is ahead only by its (or our) eviction time.
     assert report.why_cluster == WhyAhead(2, 1, 1)
     assert report.why_local == WhyAhead(0, 1, 0)
-    assert report.held == (("standard", "cpu", Fraction(1)),)
-    assert report.local_requests == (("cpu", Fraction(1)),)
+    assert report.held == (("standard", "cpu", Decimal(1)),)
+    assert report.local_requests == (("cpu", Decimal(1)),)
 
 
 def test_unreadable_cluster_list_gives_no_reasons() -> None:

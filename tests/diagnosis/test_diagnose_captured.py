@@ -9,7 +9,7 @@ diagnosis' own output: e.g. 3 Pods x 1 CPU against a 2-CPU ClusterQueue.
 
 from __future__ import annotations
 
-from fractions import Fraction
+from decimal import Decimal
 
 import pytest
 
@@ -211,7 +211,7 @@ def test_gpu_training(user: str) -> None:
     if user != TENANT:
         gpu = line(d, "gpu-a100", "example.com/gpu")
         assert (gpu.requested, gpu.nominal_quota, gpu.reserved) == (2, 4, 2)
-        assert line(d, "gpu-a100", "cpu").requested == Fraction(2)
+        assert line(d, "gpu-a100", "cpu").requested == Decimal(2)
 
 
 @pytest.mark.parametrize("user", USERS)

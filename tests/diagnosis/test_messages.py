@@ -7,7 +7,7 @@ other Kueue releases or branches the cluster does not show, from their source.
 
 from __future__ import annotations
 
-from fractions import Fraction
+from decimal import Decimal
 
 import pytest
 
@@ -119,8 +119,8 @@ def test_several_pod_sets_and_parts_hand_made() -> None:
     ]
     # what the Workload needs so far: earlier pod sets (500m) + this one (2500m)
     assert reasons[1].number("requested") == 3
-    assert reasons[1].number("podSetRequest") == Fraction(5, 2)
-    assert reasons[1].number("previouslyConsidered") == Fraction(1, 2)
+    assert reasons[1].number("podSetRequest") == Decimal("2.5")
+    assert reasons[1].number("previouslyConsidered") == Decimal("0.5")
     assert reasons[2].number("moreNeeded") == 1536 * 2**20
     assert reasons[3].resource == "example.com/gpu"
 

@@ -11,7 +11,6 @@ import copy
 import re
 from dataclasses import replace
 from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
 from hypothesis import given, settings
@@ -67,7 +66,7 @@ def _kueue_message(sets: list[tuple[int, int]], nominal: int, reserved: int) -> 
     before = 0
 
     def q(v: int) -> str:
-        return format_quantity(Fraction(v, 1000), "cpu")
+        return format_quantity(Decimal(f"{v}e-3"), "cpu")
 
     for i, (count, milli) in enumerate(sets):
         current = count * milli
@@ -89,12 +88,12 @@ def _kueue_message(sets: list[tuple[int, int]], nominal: int, reserved: int) -> 
     return "; ".join(parts) or None
 
 
-def _cpu_numbers(text: str) -> list[Fraction]:
+def _cpu_numbers(text: str) -> list[Decimal]:
     """Every "<n> cpu" amount a sentence states as what the Workload needs."""
     out = []
     for m in re.finditer(r"needs (?P<v>[0-9.]+m?) cpu", text):
         v = m.group("v")
-        out.append(Fraction(v[:-1]) / 1000 if v.endswith("m") else Fraction(Decimal(v)))
+        out.append(Decimal(f"{v[:-1]}e-3") if v.endswith("m") else Decimal(v))
     return out
 
 
@@ -120,13 +119,13 @@ def test_summary_reasons_and_steps_state_the_quota_lines_number(
     )
     d = diagnose(inp)
     [line] = [x for x in d.quota.lines if x.resource == "cpu"]
-    total = Fraction(sum(c * m for c, m in sets), 1000)
+    total = Decimal(f"{sum(c * m for c, m in sets)}e-3")
     assert line.requested == total
     for r in d.reasons:
         if r.resource == "cpu" and r.number("requested") is not None:
             assert r.number("requested") == line.requested, r
     stated = _cpu_numbers(d.summary) + [n for s in d.next_steps for n in _cpu_numbers(s)]
     assert all(n == line.requested for n in stated), (d.summary, d.next_steps, line.requested)
-    if line.requested > Fraction(nominal, 1000):
+    if line.requested > Decimal(f"{nominal}e-3"):
         assert line.verdict is Verdict.NEVER_FITS
         assert stated, d.summary  # the need is said, with the line's number

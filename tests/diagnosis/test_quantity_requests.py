@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
+from decimal import Decimal
 
 import pytest
 
@@ -13,16 +13,16 @@ from kueue_graphql.kueue.podsets import per_pod_requests, workload_requests
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("500m", Fraction(1, 2)),
-        ("2", Fraction(2)),
-        ("1.5Gi", Fraction(3 * 2**29)),
-        ("256Mi", Fraction(256 * 2**20)),
-        ("1e3", Fraction(1000)),
-        ("100u", Fraction(1, 10**4)),
-        ("2k", Fraction(2000)),
+        ("500m", Decimal("0.5")),
+        ("2", Decimal(2)),
+        ("1.5Gi", Decimal(3 * 2**29)),
+        ("256Mi", Decimal(256 * 2**20)),
+        ("1e3", Decimal(1000)),
+        ("100u", Decimal("0.0001")),
+        ("2k", Decimal(2000)),
     ],
 )
-def test_parse(text: str, value: Fraction) -> None:
+def test_parse(text: str, value: Decimal) -> None:
     assert parse_quantity(text) == value
 
 
@@ -34,16 +34,16 @@ def test_parse_rejects_garbage() -> None:
 @pytest.mark.parametrize(
     ("value", "resource", "text"),
     [
-        (Fraction(3), "cpu", "3"),
-        (Fraction(3, 2), "cpu", "1500m"),
-        (Fraction(2048), "cpu", "2048"),  # never "2Ki" CPUs
-        (Fraction(768 * 2**20), "memory", "768Mi"),
-        (Fraction(2 * 2**30), "memory", "2Gi"),
-        (Fraction(2), "example.com/gpu", "2"),
-        (Fraction(0), "memory", "0"),
+        (Decimal(3), "cpu", "3"),
+        (Decimal("1.5"), "cpu", "1500m"),
+        (Decimal(2048), "cpu", "2048"),  # never "2Ki" CPUs
+        (Decimal(768 * 2**20), "memory", "768Mi"),
+        (Decimal(2 * 2**30), "memory", "2Gi"),
+        (Decimal(2), "example.com/gpu", "2"),
+        (Decimal(0), "memory", "0"),
     ],
 )
-def test_format_per_resource(value: Fraction, resource: str, text: str) -> None:
+def test_format_per_resource(value: Decimal, resource: str, text: str) -> None:
     assert format_quantity(value, resource) == text
 
 
@@ -67,7 +67,7 @@ def test_per_pod_rule() -> None:
     }
     got = per_pod_requests(spec)
     # apps 1.5 + sidecar 0.25 = 1.75 < classic init 2 (+0 sidecars before it) -> 2, + overhead
-    assert got["cpu"] == Fraction(21, 10)
+    assert got["cpu"] == Decimal("2.1")
     assert got["memory"] == 2**30  # the limit stands in for the missing request
 
 
@@ -80,7 +80,7 @@ def test_sidecar_before_init_counts_for_the_init() -> None:
         ],
     }
     # apps 1 + sidecar 1 = 2; init runs next to the sidecar: 1.5 + 1 = 2.5
-    assert per_pod_requests(spec)["cpu"] == Fraction(5, 2)
+    assert per_pod_requests(spec)["cpu"] == Decimal("2.5")
 
 
 def test_workload_requests_multiplies_count_and_prefers_admission() -> None:

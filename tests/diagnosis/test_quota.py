@@ -7,7 +7,7 @@ The same figures are checked on the REAL captured objects in test_diagnose_captu
 
 from __future__ import annotations
 
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
 from kueue_graphql.kueue.model import Verdict
@@ -48,8 +48,8 @@ def need(cpu: str, flavor: str | None = None) -> list[PodSetRequest]:
         PodSetRequest(
             name="main",
             count=1,
-            per_pod={"cpu": Fraction(cpu)},
-            total={"cpu": Fraction(cpu)},
+            per_pod={"cpu": Decimal(cpu)},
+            total={"cpu": Decimal(cpu)},
             flavors={"cpu": flavor} if flavor else {},
             source="spec",
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from fractions import Fraction
+from decimal import Decimal
 
 from kueue_graphql.diagnosis.start import Holder, holder_deadline, start_estimate
 
@@ -13,7 +13,7 @@ CPU = ("standard", "cpu")
 
 def _holder(cpu: int, minutes: int | None, flavor: str = "standard") -> Holder:
     at = None if minutes is None else T0 + timedelta(minutes=minutes)
-    return Holder({(flavor, "cpu"): Fraction(cpu)}, at, f"ends {minutes}m")
+    return Holder({(flavor, "cpu"): Decimal(cpu)}, at, f"ends {minutes}m")
 
 
 def test_deadline_from_maximum_execution_time_minus_time_used() -> None:
@@ -35,7 +35,7 @@ def test_no_limit_no_deadline() -> None:
 
 def test_released_by_the_holder_that_covers_the_shortfall() -> None:
     holders = [_holder(1, 30), _holder(1, 10), _holder(2, 20)]
-    est = start_estimate([["standard"]], {CPU: Fraction(2)}, holders, holders_complete=True)
+    est = start_estimate([["standard"]], {CPU: Decimal(2)}, holders, holders_complete=True)
     # In deadline order: 1 CPU at 10m, then 2 more at 20m: 2 CPU are free by 20m.
     assert est.releases_by == T0 + timedelta(minutes=20)
     assert "ends 10m; ends 20m" in est.explanation
@@ -44,7 +44,7 @@ def test_released_by_the_holder_that_covers_the_shortfall() -> None:
 
 def test_holder_without_limit_gives_no_number() -> None:
     holders = [_holder(1, 10), _holder(4, None)]
-    est = start_estimate([["standard"]], {CPU: Fraction(2)}, holders, holders_complete=True)
+    est = start_estimate([["standard"]], {CPU: Decimal(2)}, holders, holders_complete=True)
     assert est.releases_by is None
     assert "neither maximumExecutionTimeSeconds" in est.explanation
 
@@ -52,7 +52,7 @@ def test_holder_without_limit_gives_no_number() -> None:
 def test_unreadable_holders_give_no_number() -> None:
     est = start_estimate(
         [["standard"]],
-        {CPU: Fraction(1)},
+        {CPU: Decimal(1)},
         [_holder(1, 10)],
         holders_complete=False,
         incomplete_because="2 admitted Workloads of other namespaces could not be read",
@@ -63,21 +63,21 @@ def test_unreadable_holders_give_no_number() -> None:
 
 def test_earliest_flavor_of_a_group_latest_group() -> None:
     holders = [_holder(1, 50), _holder(1, 5, flavor="spare"), _holder(1, 30, flavor="gpu")]
-    missing = {CPU: Fraction(1), ("spare", "cpu"): Fraction(1), ("gpu", "example.com/gpu"): 0}
-    missing[("gpu", "cpu")] = Fraction(1)
+    missing = {CPU: Decimal(1), ("spare", "cpu"): Decimal(1), ("gpu", "example.com/gpu"): 0}
+    missing[("gpu", "cpu")] = Decimal(1)
     est = start_estimate([["standard", "spare"], ["gpu"]], missing, holders, holders_complete=True)
     # Group 1: spare frees by 5m (earlier than standard's 50m); group 2: gpu by 30m.
     assert est.releases_by == T0 + timedelta(minutes=30)
 
 
 def test_fits_now_needs_no_estimate() -> None:
-    est = start_estimate([["standard"]], {CPU: Fraction(0)}, [], holders_complete=True)
+    est = start_estimate([["standard"]], {CPU: Decimal(0)}, [], holders_complete=True)
     assert est.releases_by is None
     assert "enough quota is free now" in est.explanation
 
 
 def test_workloads_ahead_are_mentioned() -> None:
     est = start_estimate(
-        [["standard"]], {CPU: Fraction(1)}, [_holder(1, 10)], holders_complete=True, ahead=3
+        [["standard"]], {CPU: Decimal(1)}, [_holder(1, 10)], holders_complete=True, ahead=3
     )
     assert "the 3 Workload(s) ahead" in est.explanation

@@ -9,7 +9,7 @@ other cases start from captured objects and change one thing, named in the test.
 from __future__ import annotations
 
 import copy
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -177,7 +177,7 @@ def test_preemption_possible_still_tries_the_next_flavor(when_can_preempt: str) 
     # whatIf stopped at the first flavor and answered MUST_WAIT.
     data = load("high-priority-preemptor")
     cq = _second_flavor(data, when_can_preempt)
-    one_cpu = ProposedPodSet("main", 1, {"cpu": Fraction(1)})
+    one_cpu = ProposedPodSet("main", 1, {"cpu": Decimal(1)})
     result: WhatIfResult = what_if(_input(data, cluster_queue=cq, pod_sets=[one_cpu]))
     assert result.verdict is Verdict.FITS_NOW
     group = result.pod_sets[0].groups[0]
@@ -193,7 +193,7 @@ def test_preemption_possible_still_tries_the_next_flavor(when_can_preempt: str) 
 
 def test_preemption_possible_and_no_other_flavor_must_wait() -> None:
     data = load("high-priority-preemptor")
-    one_cpu = ProposedPodSet("main", 1, {"cpu": Fraction(1)})
+    one_cpu = ProposedPodSet("main", 1, {"cpu": Decimal(1)})
     result = what_if(_input(data, pod_sets=[one_cpu]))
     assert result.verdict is Verdict.MUST_WAIT
     group = result.pod_sets[0].groups[0]
@@ -206,8 +206,8 @@ def test_preemption_possible_and_no_other_flavor_must_wait() -> None:
 
 def test_earlier_pod_sets_count_against_later_ones() -> None:
     data = load("too-big-3x1cpu")  # cq-small-2cpu: 2 CPU nominal, nothing reserved
-    first = ProposedPodSet("main", 1, {"cpu": Fraction(1)})
-    workers = ProposedPodSet("workers", 2, {"cpu": Fraction(1)})
+    first = ProposedPodSet("main", 1, {"cpu": Decimal(1)})
+    workers = ProposedPodSet("workers", 2, {"cpu": Decimal(1)})
     result = what_if(_input(data, pod_sets=[first, workers]))
     assert result.verdict is Verdict.NEVER_FITS
     assert result.kueue_message == (

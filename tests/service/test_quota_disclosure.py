@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from fractions import Fraction
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +164,7 @@ async def test_policy_off_then_on_changes_exactly_the_documented_fields(
     assert _covered(changed) == DISCLOSED, sorted(changed)
 
 
-def _q(value: Any) -> Fraction | None:
+def _q(value: Any) -> Decimal | None:
     return None if value is None else parse_quantity(str(value["quantity"]))
 
 

@@ -8,14 +8,14 @@ expected value written as the exact number `decQuantity(mantissa, scale, format)
 from __future__ import annotations
 
 import tracemalloc
-from decimal import Decimal
-from fractions import Fraction
+from decimal import Decimal, Inexact
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kueue_graphql.kueue import exact as fractions
+from kueue_graphql.kueue import exact as exact_quantity
+from kueue_graphql.kueue.podsets import PodSetRequest, total_needs
 from kueue_graphql.kueue.quantity import (
     MAX_EXPONENT,
     MAX_LENGTH,
@@ -309,25 +309,27 @@ HOSTILE = [
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_cost_is_bounded_whatever_the_text(text: str) -> None:
-    # Work counted in memory, not in time: parsing, the Fraction the diagnosis works with and
+    # Work counted in memory, not in time: parsing, the Decimal the diagnosis works with and
     # printing it allocate a few KiB at most, whatever the exponent. The old parser built
     # 10^1000000 for "1e-1000000" (over 400 KiB here, minutes of gcd in the diagnosis).
     tracemalloc.start()
     try:
         try:
-            value = fractions.parse_quantity(text)
+            value = exact_quantity.parse_quantity(text)
         except QuantityError:
             value = None
         if value is not None:
-            fractions.format_quantity(value * 100_000, "memory")
-            decimal_text(fractions.as_decimal(value))
+            exact_quantity.format_quantity(
+                exact_quantity.ARITHMETIC.multiply(value, 100_000), "memory"
+            )
+            decimal_text(value)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 64 * 1024
     if value is not None:
         assert abs(value) < 10**125
-        assert value.denominator <= 10**9
+        assert value.as_integer_ratio()[1] <= 10**9
 
 
 def _grammar_text() -> st.SearchStrategy[str]:
@@ -381,12 +383,12 @@ def test_json_numbers_are_quantities() -> None:
             parse_quantity(bad)
 
 
-def test_fraction_wrapper_parses_and_refuses_the_same() -> None:
-    assert fractions.parse_quantity("1536Mi") == Fraction(1536 * 2**20)
-    assert fractions.format_quantity(Fraction(3, 2), "cpu") == "1500m"
-    assert fractions.format_quantity(Fraction(3 * 2**29), "memory") == "1536Mi"
-    with pytest.raises(fractions.QuantityError, match="outside"):
-        fractions.parse_quantity("1e4300")
+def test_exact_wrapper_parses_and_refuses_the_same() -> None:
+    assert exact_quantity.parse_quantity("1536Mi") == Decimal(1536 * 2**20)
+    assert exact_quantity.format_quantity(Decimal("1.5"), "cpu") == "1500m"
+    assert exact_quantity.format_quantity(Decimal(3 * 2**29), "memory") == "1536Mi"
+    with pytest.raises(exact_quantity.QuantityError, match="outside"):
+        exact_quantity.parse_quantity("1e4300")
 
 
 def test_tenths_do_not_drift() -> None:
@@ -425,3 +427,18 @@ def test_binary_format_is_remembered() -> None:
     assert parse_quantity("1G").format is QuantityFormat.DECIMAL_SI
     assert parse_quantity("0.5Ki").format is QuantityFormat.BINARY_SI  # 512, at least 1
     assert parse_quantity("0.0005Ki").format is QuantityFormat.DECIMAL_SI  # below 1
+
+
+def test_diagnosis_arithmetic_is_exact_for_the_widest_quantities() -> None:
+    # 63 significant digits each: the default 28-digit context would round these sums.
+    big = exact_quantity.parse_quantity("9" * 54 + "e64")
+    nano = exact_quantity.parse_quantity("1n")
+    needs = total_needs(
+        [
+            PodSetRequest("a", 1, {"cpu": big}, {"cpu": big}, {}, "spec"),
+            PodSetRequest("b", 1, {"cpu": nano}, {"cpu": nano}, {}, "spec"),
+        ]
+    )
+    assert needs["cpu"] == Decimal("9" * 54 + "0" * 64 + "." + "0" * 8 + "1")
+    with pytest.raises(Inexact):  # where a result would round, it raises instead
+        exact_quantity.ARITHMETIC.add(Decimal("1e300"), nano)

@@ -4,7 +4,7 @@ or none and why."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from fractions import Fraction
+from decimal import Decimal
 
 from kueue_graphql.diagnosis.start import Holder, holder_deadline, job_deadline, start_estimate
 
@@ -25,7 +25,7 @@ def test_job_deadline_reads_start_time_and_active_deadline() -> None:
 
 
 def test_a_job_that_cannot_be_read_is_an_unknown_basis() -> None:
-    hidden = Holder({CPU: Fraction(1)}, None, "", unknown_because="you may not read Job j")
-    est = start_estimate([["standard"]], {CPU: Fraction(1)}, [hidden], holders_complete=True)
+    hidden = Holder({CPU: Decimal(1)}, None, "", unknown_because="you may not read Job j")
+    est = start_estimate([["standard"]], {CPU: Decimal(1)}, [hidden], holders_complete=True)
     assert est.releases_by is None
     assert "you may not read Job j" in est.explanation

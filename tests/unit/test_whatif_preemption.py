@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
+from decimal import Decimal
 from typing import Any
 
 from kueue_graphql.diagnosis import Absent, Verdict
@@ -42,14 +42,14 @@ def _cq(preemption: dict[str, str] | None, used: str = "2") -> dict[str, Any]:
 
 
 def _holder(priority: int, at: str, cpu: int = 1) -> PreemptionCandidate:
-    return PreemptionCandidate(priority, at, {("standard", "cpu"): Fraction(cpu)})
+    return PreemptionCandidate(priority, at, {("standard", "cpu"): Decimal(cpu)})
 
 
 def _ask(preemption: dict[str, str] | None, priority: int, cpu: int = 1, **more: Any) -> Any:
     inp = WhatIfInput(
         namespace="ns",
         local_queue={"metadata": {"name": "lq"}, "spec": {"clusterQueue": "cq"}},
-        pod_sets=[ProposedPodSet("main", 1, {"cpu": Fraction(cpu)})],
+        pod_sets=[ProposedPodSet("main", 1, {"cpu": Decimal(cpu)})],
         cluster_queue=_cq(preemption),
         resource_flavors=[{"metadata": {"name": "standard"}, "spec": {}}],
         cluster_queues=Absent("not in a cohort"),

@@ -20,7 +20,7 @@ from kueue_graphql.kueue.objects import (
     mapping,
     ref,
 )
-from kueue_graphql.kueue.vocabulary import Code
+from kueue_graphql.kueue.vocabulary import Code, EvictionReason, WorkloadCondition
 
 __all__ = ["deactivated", "evicted", "finished"]
 
@@ -59,23 +59,26 @@ def deactivated(ctx: Context) -> Diagnosis:
     return build(ctx, Stage.DEACTIVATED, Layer.KUEUE, summary, blocking, reasons)
 
 
-_EVICTION_OBJECTS = {
-    "ClusterQueueStopped": "ClusterQueue",
-    "LocalQueueStopped": "LocalQueue",
-    "AdmissionCheck": "AdmissionCheck",
+_EVICTION_OBJECTS: dict[str, str] = {
+    EvictionReason.CLUSTER_QUEUE_STOPPED: "ClusterQueue",
+    EvictionReason.LOCAL_QUEUE_STOPPED: "LocalQueue",
+    EvictionReason.ADMISSION_CHECK: "AdmissionCheck",
 }
 
 
 def evicted(ctx: Context) -> Diagnosis:
     assert ctx.workload is not None
-    evicted = condition_reason(ctx.workload, "Evicted")
+    evicted = condition_reason(ctx.workload, WorkloadCondition.EVICTED)
     assert evicted is not None
     reasons = [evicted]
-    preempted = condition_true(ctx.workload, "Preempted") or evicted.kueue_reason == "Preempted"
+    preempted = (
+        condition_true(ctx.workload, WorkloadCondition.PREEMPTED)
+        or evicted.kueue_reason == EvictionReason.PREEMPTED
+    )
     blocking: ObjectRef | None = ctx.cq_ref()
     if preempted:
-        p = condition_reason(ctx.workload, "Preempted")
-        if p is not None and condition_true(ctx.workload, "Preempted"):
+        p = condition_reason(ctx.workload, WorkloadCondition.PREEMPTED)
+        if p is not None and condition_true(ctx.workload, WorkloadCondition.PREEMPTED):
             in_cohort = (p.kueue_reason or "").startswith("InCohort")
             if in_cohort and ctx.cohort_ref() is not None:
                 blocking = ctx.cohort_ref()
