@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.cli import main
 from kueue_graphql.http import ServerSettings, build_app
 from kueue_graphql.http.persisted import (
     AutomaticPersistedQueries,
@@ -192,3 +193,14 @@ def test_a_bad_trusted_documents_file_stops_the_start(
     path.write_text(content)
     with pytest.raises(TrustedDocumentsError, match=words):
         build_app(ServerSettings(trusted_documents=path), kube=stub.kube)
+
+
+def test_serve_with_a_bad_trusted_documents_file_says_which_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "trusted.json"
+    path.write_text(json.dumps({sha(QUERY): QUERY, sha(OTHER): QUERY}))
+    assert main(["serve", "--port", "1", "--trusted-documents", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"entry '{sha(OTHER)}'" in err
+    assert "not the document's SHA-256" in err
