@@ -20,6 +20,7 @@ from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.graph.schema import QueryLimits, schema_sdl
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
+from kueue_graphql.http.persisted import TrustedDocumentsError
 from kueue_graphql.http.settings import ReadMode
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kube.transport import KubeConfigError
@@ -152,6 +153,8 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         graphiql=not args.no_graphiql,
         graphiql_assets=args.graphiql_assets,
         max_body_bytes=args.max_body_bytes,
+        persisted_queries_max_bytes=args.persisted_queries_max_bytes,
+        trusted_documents=args.trusted_documents,
         authz_cache_ttl_seconds=args.authz_cache_ttl,
         token_cache_ttl_seconds=args.token_cache_ttl,
         token_audiences=token_audiences(args),
@@ -416,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         app = build_app(settings)
-    except GraphiQLAssetsError as error:
+    except (GraphiQLAssetsError, TrustedDocumentsError) as error:
         print(f"kueue-graphql serve: {error}", file=sys.stderr)
         return 2
     api = Listener(args.host, args.port)

@@ -92,7 +92,8 @@ def add_setting(
     if setting.metavar:
         options["metavar"] = setting.metavar
     if setting.kind is Kind.SWITCH:
-        options["action"] = "store_true"
+        # On by default: `--no-FLAG` turns it off.
+        options["action"] = argparse.BooleanOptionalAction if setting.default else "store_true"
     elif setting.kind is Kind.LIST:
         # Each flag's value is checked with the settings (an empty audience is refused there).
         options["action"] = ReplaceDefaultList

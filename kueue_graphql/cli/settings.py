@@ -176,8 +176,9 @@ def _seconds(
     return Setting(flag, Kind.FLOAT, float(default), help, minimum=minimum, above=above)
 
 
-def _switch(flag: str, help: str) -> Setting:
-    return Setting(flag, Kind.SWITCH, False, help)
+def _switch(flag: str, help: str, *, default: bool = False) -> Setting:
+    """A switch; one that is on by default also gets its `--no-` form."""
+    return Setting(flag, Kind.SWITCH, default, help)
 
 
 def _choice(flag: str, choices: list[str], default: str, help: str) -> Setting:
@@ -227,7 +228,13 @@ SERVE: tuple[Setting, ...] = (
         "token-review: identify callers by bearer token and impersonate them; "
         "local: read as the kubeconfig identity (loopback only)",
     ),
-    _switch("--allow-get-queries", "also accept queries over GET (?query=...)"),
+    _switch(
+        "--allow-get-queries",
+        "accept queries over GET (?query=... or a persisted query's hash), answered with "
+        "Cache-Control: private, no-store; --no-allow-get-queries turns them off "
+        "(subscriptions are never served over GET)",
+        default=True,
+    ),
     _switch("--no-graphiql", "do not serve the GraphiQL page on GET /graphql"),
     Setting(
         "--graphiql-assets",
@@ -252,6 +259,24 @@ SERVE: tuple[Setting, ...] = (
         "the size cap of every GraphQL document however it arrives, checked before parsing: "
         "larger request bodies get 413, GET query strings 414, WebSocket messages (after "
         "permessage-deflate) close 1009",
+    ),
+    _count(
+        "--persisted-queries-max-bytes",
+        8 * 1024 * 1024,
+        "size of the store of automatic persisted queries (Apollo's APQ: documents kept by "
+        "their SHA-256, least recently used out first), in bytes of documents; 0: persisted "
+        "queries off (PERSISTED_QUERY_NOT_SUPPORTED)",
+        minimum=0,
+    ),
+    Setting(
+        "--trusted-documents",
+        Kind.PATH,
+        None,
+        "serve only the documents of FILE, a JSON object {sha256 hex of the document: "
+        "document} (graphql-codegen's persisted-documents.json), loaded and checked against "
+        "the schema at start; any other document is refused before parsing with "
+        "PERSISTED_QUERY_NOT_ALLOWED",
+        metavar="FILE",
     ),
     _count("--max-fields", 2000, "most fields in one query, fragments expanded"),
     _count(
@@ -465,7 +490,7 @@ def settings_table() -> str:
 
 def _shown_default(setting: Setting) -> str:
     if setting.kind is Kind.SWITCH:
-        return "off"
+        return "on" if setting.default else "off"
     if setting.default in (None, ()):
         return "unset"
     if isinstance(setting.default, float) and setting.default.is_integer():

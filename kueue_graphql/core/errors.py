@@ -18,6 +18,11 @@ class ErrorCode(StrEnum):
     # A subscriber that does not read what is pushed: its bounded send queue overflowed.
     SLOW_CONSUMER = "SLOW_CONSUMER"
     INTERNAL = "INTERNAL"
+    # Persisted queries (http/persisted.py): a hash this server has not stored (send the query
+    # with it), persisted queries turned off, a document outside the operator's trusted list.
+    PERSISTED_QUERY_NOT_FOUND = "PERSISTED_QUERY_NOT_FOUND"
+    PERSISTED_QUERY_NOT_SUPPORTED = "PERSISTED_QUERY_NOT_SUPPORTED"
+    PERSISTED_QUERY_NOT_ALLOWED = "PERSISTED_QUERY_NOT_ALLOWED"
 
 
 class ServiceError(Exception):

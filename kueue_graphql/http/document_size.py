@@ -1,7 +1,7 @@
 """The one size cap on a GraphQL request, however it arrives.
 
 A document (with its variables) comes as a POST body (queries, multipart subscriptions), as a
-GET query string (queries and multipart subscriptions with `--allow-get-queries`), or as a
+GET query string (queries; on by default, `--no-allow-get-queries` turns them off), or as a
 WebSocket message (graphql-transport-ws `subscribe`, legacy graphql-ws `start`). Each transport
 refuses one over `document_size_limit(settings)` bytes before anything parses it: the body
 middleware (HTTP 413), the GET gate (HTTP 414), uvicorn's WebSocket protocol (`ws_max_size`:

@@ -8,22 +8,37 @@ from cross_web import HTTPException
 from starlette.responses import JSONResponse
 
 from kueue_graphql.core.errors import ErrorCode
+from kueue_graphql.http.media import ResponseMedia
 from kueue_graphql.http.settings import ServerSettings
 
 
 def graphql_error(
-    status: int, code: ErrorCode, message: str, headers: dict[str, str] | None = None
+    status: int,
+    code: ErrorCode,
+    message: str,
+    headers: dict[str, str] | None = None,
+    media: ResponseMedia | None = None,
 ) -> JSONResponse:
-    """A GraphQL-shaped error answer for requests refused outside of execution."""
+    """A GraphQL-shaped error answer for requests refused outside of execution (no `data`: it
+    was not executed), in the media type the request asked for (application/json if none)."""
     body = {"errors": [{"message": message, "extensions": {"code": code.value}}]}
-    return JSONResponse(body, status_code=status, headers=headers)
+    response = JSONResponse(body, status_code=status, headers=headers)
+    if media is ResponseMedia.GRAPHQL_RESPONSE:
+        response.headers["content-type"] = media.content_type
+    return response
 
 
 MISSING_CREDENTIALS = "send `Authorization: Bearer <token>`"
 MALFORMED_CREDENTIALS = "the Authorization header must be exactly `Bearer <token>` (one token)"
 
 
-def unauthenticated(message: str, *, rejected: bool, malformed: bool = False) -> JSONResponse:
+def unauthenticated(
+    message: str,
+    *,
+    rejected: bool,
+    malformed: bool = False,
+    media: ResponseMedia | None = None,
+) -> JSONResponse:
     # RFC 6750: a challenge, with error="invalid_token" when a token was sent but not accepted
     # and error="invalid_request" when the header is not `Bearer <token>`.
     if malformed:
@@ -33,7 +48,11 @@ def unauthenticated(message: str, *, rejected: bool, malformed: bool = False) ->
     else:
         challenge = "Bearer"
     return graphql_error(
-        401, ErrorCode.UNAUTHENTICATED, message, headers={"WWW-Authenticate": challenge}
+        401,
+        ErrorCode.UNAUTHENTICATED,
+        message,
+        headers={"WWW-Authenticate": challenge},
+        media=media,
     )
 
 

@@ -40,11 +40,17 @@ class ServerSettings:
     kube_context: str | None = None
     in_cluster: bool = False
     auth_mode: AuthMode = AuthMode.TOKEN_REVIEW
-    allow_get_queries: bool = False
+    # Queries over GET (the API has no mutations; credentials come only from the
+    # Authorization header); subscriptions never.
+    allow_get_queries: bool = True
     graphiql: bool = True
     # GraphiQL's JavaScript and CSS from this directory instead of unpkg.com (None: unpkg.com).
     graphiql_assets: Path | None = None
     max_body_bytes: int = 64 * 1024
+    # Apollo's automatic persisted queries: bytes of documents kept by hash (0: off).
+    persisted_queries_max_bytes: int = 8 * 1024 * 1024
+    # Only these documents run (a JSON map {sha256 hex: document}); None: any document.
+    trusted_documents: Path | None = None
     api_request_timeout_seconds: float = 10.0
     # Granted decisions; denied ones for a shorter time, so a new RoleBinding applies quickly.
     authz_cache_ttl_seconds: float = 10.0

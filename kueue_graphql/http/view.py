@@ -5,16 +5,18 @@ sources), a rejected token answered 401, and GraphiQL without stored credentials
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from pathlib import Path
 from typing import Any, cast
 
 from cross_web import HTTPException
+from graphql import GraphQLError, GraphQLSchema, parse, validate
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.subscriptions import (
     GRAPHQL_TRANSPORT_WS_PROTOCOL,
     GRAPHQL_WS_PROTOCOL,
@@ -35,10 +37,18 @@ from kueue_graphql.http.graphiql import (
     local_asset_page,
 )
 from kueue_graphql.http.json_input import JsonInputError, decode_json
+from kueue_graphql.http.media import ResponseMedia, negotiate
 from kueue_graphql.http.middleware import (
     is_subscription_stream,
 )
 from kueue_graphql.http.observe import request_record
+from kueue_graphql.http.persisted import (
+    AutomaticPersistedQueries,
+    PersistedQueryError,
+    TrustedDocuments,
+    TrustedDocumentsError,
+    load_trusted_documents,
+)
 from kueue_graphql.http.refusals import (
     check_operation_name,
     graphql_error,
@@ -97,6 +107,20 @@ async def first_checked(results: AsyncGenerator[Any, None]) -> AsyncGenerator[An
     return replayed()
 
 
+def is_request_error(result: ExecutionResult) -> bool:
+    """The result of a request that was not executed: a document that does not parse or
+    validate, an operation that cannot be chosen, variables that do not coerce, a limit
+    refused before execution. Execution errors have a path; these do not, and no data."""
+    errors = result.errors or []
+    return result.data is None and bool(errors) and all(not error.path for error in errors)
+
+
+class NegotiatedResponse(Response):
+    """The sub-response of one HTTP request, with the media type its answer is written in."""
+
+    media: ResponseMedia | None = None
+
+
 class GraphQLView(GraphQL[RequestContext, None]):
     websocket_adapter_class = BoundedWebSocketAdapter
     graphql_transport_ws_handler_class = TransportWSHandler
@@ -116,12 +140,20 @@ class GraphQLView(GraphQL[RequestContext, None]):
             ),
         )
         self.settings = settings
+        self.persisted: AutomaticPersistedQueries | TrustedDocuments
+        trusted: TrustedDocuments | None = None
+        if settings.trusted_documents is not None:
+            trusted = TrustedDocuments(self._checked_trusted_documents(settings.trusted_documents))
+            self.persisted = trusted
+        else:
+            self.persisted = AutomaticPersistedQueries(settings.persisted_queries_max_bytes)
         # WebSocket messages: the same size cap as an HTTP body, the same JSON depth and
-        # operationName limits (http/websocket.py).
+        # operationName limits, the same trusted documents (http/websocket.py).
         self.message_limits = MessageLimits(
             max_bytes=document_size_limit(settings),
             max_json_depth=settings.max_json_depth,
             max_operation_name_length=settings.max_operation_name_length,
+            trusted=trusted,
         )
         # GraphiQL would keep the Authorization header (a bearer token) in the browser's
         # localStorage; keep it only for the page's lifetime.
@@ -131,23 +163,81 @@ class GraphQLView(GraphQL[RequestContext, None]):
             html = local_asset_page(html)
         self._graphiql_html = html
 
+    def _checked_trusted_documents(self, path: Path) -> dict[str, str]:
+        """The operator's documents, each parsed and validated against the schema at start:
+        TrustedDocumentsError naming the first that would fail for every caller."""
+        documents = load_trusted_documents(path, document_size_limit(self.settings))
+        schema: GraphQLSchema = self.schema._schema  # type: ignore[attr-defined]
+        for sha, document in documents.items():
+            try:
+                errors = validate(schema, parse(document))
+            except GraphQLError as error:
+                errors = [error]
+            if errors:
+                raise TrustedDocumentsError(
+                    f"--trusted-documents {path}: entry {sha}: {errors[0].message}"
+                )
+        return documents
+
     @property
     def graphql_ide_html(self) -> str:
         return self._graphiql_html
+
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        # A GET with only a persisted query's hash is a query, not a request for the page.
+        return "extensions" not in request.query_params and bool(
+            super().should_render_graphql_ide(request)
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        request = Request(scope, receive=receive)
+        media = negotiate(request.headers.get("accept"))
         response: Response
         try:
-            response = await self.run(Request(scope, receive=receive))
+            response = await self.run(request)
         except HTTPException as error:
             # Strawberry's own refusals (no query, batching, a field of the wrong JSON type).
-            response = graphql_error(error.status_code, ErrorCode.BAD_REQUEST, error.reason)
+            response = graphql_error(
+                error.status_code, ErrorCode.BAD_REQUEST, error.reason, media=media
+            )
+        except PersistedQueryError as refused:
+            response = graphql_error(refused.status, refused.code, refused.message, media=media)
         except TokenRejectedError as rejected:
-            response = unauthenticated(str(rejected), rejected=True)
+            response = unauthenticated(str(rejected), rejected=True, media=media)
         await response(scope, receive, send)
+
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
+        sub_response = NegotiatedResponse()
+        sub_response.status_code = None  # type: ignore[assignment]
+        del sub_response.headers["content-length"]
+        sub_response.media = negotiate(request.headers.get("accept"))
+        return sub_response
+
+    def create_response(
+        self,
+        response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
+        sub_response: Response,
+    ) -> Response:
+        response = super().create_response(response_data, sub_response)
+        media = getattr(sub_response, "media", None)
+        if media is ResponseMedia.GRAPHQL_RESPONSE:
+            response.headers["content-type"] = media.content_type
+            if isinstance(response_data, dict) and "data" not in response_data:
+                # Not executed (a parse or validation error, a refused document): GraphQL
+                # over HTTP's 400.
+                response.status_code = 400
+        return response
+
+    async def parse_http_body(self, request: Any) -> Any:
+        parsed = await super().parse_http_body(request)
+        if isinstance(parsed, GraphQLRequestData):
+            # A persisted query's hash becomes its document (or a PersistedQueryError),
+            # before anything parses it.
+            parsed.query = self.persisted.document(parsed.query, parsed.extensions)
+        return parsed
 
     async def execute_operation(
         self,
@@ -199,7 +289,15 @@ class GraphQLView(GraphQL[RequestContext, None]):
         if record is not None:
             codes = [(e.extensions or {}).get("code") for e in result.errors or []]
             record.outcome = str(codes[0] or ErrorCode.INTERNAL.value) if codes else "OK"
-        return await super().process_result(request, result)
+        processed = await super().process_result(request, result)
+        if (
+            not streaming
+            and is_request_error(result)
+            and negotiate(request.headers.get("accept")) is ResponseMedia.GRAPHQL_RESPONSE
+        ):
+            # Nothing was executed: application/graphql-response+json has no `data` then.
+            processed.pop("data", None)
+        return processed
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> RequestContext:
         services: Services = request.app.state.services

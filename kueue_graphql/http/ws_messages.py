@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kueue_graphql.core.errors import ErrorCode
 from kueue_graphql.http.document_size import too_large
 from kueue_graphql.http.json_input import JsonInputError, decode_json
+from kueue_graphql.http.persisted import TrustedDocuments
 
 # Operation ids are echoed in close reasons ("Subscriber for <id> already exists"), which
 # WebSocket caps at 123 bytes; clients use UUIDs (36 characters) or counters.
@@ -33,6 +35,8 @@ class MessageLimits:
     max_bytes: int
     max_json_depth: int
     max_operation_name_length: int
+    # `--trusted-documents`: only these documents may start an operation (None: any).
+    trusted: TrustedDocuments | None = None
 
 
 class MessageTooLargeError(ValueError):
@@ -83,11 +87,17 @@ def _check_id(op_id: object) -> None:
 def _check_operation(payload: object, limits: MessageLimits) -> None:
     if not isinstance(payload, Mapping):
         raise MalformedMessageError('`payload` must be an object {"query": "..."}')
-    if not isinstance(payload.get("query"), str):
+    query = payload.get("query")
+    if not isinstance(query, str):
         raise MalformedMessageError("`payload.query` must be a string")
     for name in ("variables", "extensions"):
         if not isinstance(payload.get(name), dict | None):
             raise MalformedMessageError(f"`payload.{name}` must be an object or null")
+    if limits.trusted is not None and not limits.trusted.allows(query):
+        raise MalformedMessageError(
+            f"{ErrorCode.PERSISTED_QUERY_NOT_ALLOWED.value}: this server runs only the "
+            "operator's trusted documents (--trusted-documents)"
+        )
     operation_name = payload.get("operationName")
     if not isinstance(operation_name, str | None):
         raise MalformedMessageError("`payload.operationName` must be a string or null")

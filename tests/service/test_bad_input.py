@@ -129,13 +129,17 @@ async def test_body_over_the_size_cap(server: Server, viewer: dict[str, str]) ->
     assert_error(response, 413, "BAD_REQUEST", f"{cap} bytes")
 
 
-async def test_get_query_when_get_is_off(server: Server, viewer: dict[str, str]) -> None:
-    for headers in (viewer, {}):  # refused before the token matters
-        response = await server.http.get(
-            "/graphql", params={"query": VIEWER}, headers={**headers, "Accept": "application/json"}
-        )
-        assert_error(response, 405, "BAD_REQUEST", "POST")
-        assert response.headers["allow"] == "POST"
+async def test_get_query_is_served_and_not_cached(server: Server, viewer: dict[str, str]) -> None:
+    # Queries over GET are on by default (--no-allow-get-queries: 405, tests/unit/test_http.py).
+    response = await server.http.get(
+        "/graphql", params={"query": VIEWER}, headers={**viewer, "Accept": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["data"]["viewer"]["username"]
+    assert response.headers["cache-control"] == "private, no-store"
+    missing = await server.http.get("/graphql", params={"query": VIEWER})
+    assert_error(missing, 401, "UNAUTHENTICATED", "Bearer")
+    assert missing.headers["cache-control"] == "private, no-store"
 
 
 # -- the GraphQL document --------------------------------------------------------------------

@@ -73,8 +73,8 @@ async def test_body_over_cap_is_413(stub: Stub) -> None:
     assert stub.requests == []
 
 
-async def test_queries_over_get_are_off_by_default(stub: Stub) -> None:
-    async with client_for(stub, ServerSettings()) as client:
+async def test_queries_over_get_can_be_turned_off(stub: Stub) -> None:
+    async with client_for(stub, ServerSettings(allow_get_queries=False)) as client:
         response = await client.get(
             "/graphql", params={"query": "{ viewer { username } }"}, headers=BEARER
         )

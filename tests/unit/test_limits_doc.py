@@ -24,6 +24,7 @@ NOT_LIMITS = {
     "quota_disclosure",
     "read_mode",
     "cache_gc_freeze",
+    "trusted_documents",
 }
 NESTED = ("query_limits", "request_limits", "live_limits")
 

@@ -108,6 +108,19 @@ def test_boolean_words(monkeypatch: pytest.MonkeyPatch, word: str) -> None:
     assert _parser().parse_args(["serve"]).allow_get_queries is expected
 
 
+def test_get_queries_are_on_by_default_and_can_be_turned_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KUEUE_GRAPHQL_ALLOW_GET_QUERIES", raising=False)
+    assert _parser().parse_args(["serve"]).allow_get_queries is True
+    assert _parser().parse_args(["serve", "--no-allow-get-queries"]).allow_get_queries is False
+    # The old spelling stays accepted (the chart passed it).
+    assert _parser().parse_args(["serve", "--allow-get-queries"]).allow_get_queries is True
+    monkeypatch.setenv("KUEUE_GRAPHQL_ALLOW_GET_QUERIES", "false")
+    assert _parser().parse_args(["serve"]).allow_get_queries is False
+    assert _parser().parse_args(["serve", "--allow-get-queries"]).allow_get_queries is True
+
+
 def test_every_default_is_accepted_by_its_own_setting() -> None:
     for setting in SERVE:
         if setting.default not in (None, ()) and not isinstance(setting.default, bool):
