@@ -18,8 +18,9 @@ a topology request (TAS off), with the FlavorFungibility gate on (its default si
   preemption (request <= nominal, reclaim within the cohort, or borrowWithinCohort);
 - the search stops at the first flavor that fits unless `flavorFungibility` says
   TryNextFlavor (whenCanBorrow for a fit that borrows, whenCanPreempt for one that needs
-  preemption; `shouldTryNextFlavor`); otherwise the preferred attempt wins (`isPreferred`,
-  BorrowingOverPreemption by default);
+  preemption; `shouldTryNextFlavor`); otherwise the preferred attempt wins (`isPreferred`:
+  BorrowingOverPreemption by default, or `flavorFungibility.preference`
+  PreemptionOverBorrowing; borrowing as yes/no, not Kueue's level in the cohort tree);
 - earlier pod sets' usage counts against later ones ("previously considered podsets").
 
 The quota arithmetic is kueue.quota's, shared with the diagnosis (`quota_line` over
