@@ -18,8 +18,9 @@ a topology request (TAS off), with the FlavorFungibility gate on (its default si
   preemption (request <= nominal, reclaim within the cohort, or borrowWithinCohort);
 - the search stops at the first flavor that fits unless `flavorFungibility` says
   TryNextFlavor (whenCanBorrow for a fit that borrows, whenCanPreempt for one that needs
-  preemption; `shouldTryNextFlavor`); otherwise the preferred attempt wins (`isPreferred`,
-  BorrowingOverPreemption by default);
+  preemption; `shouldTryNextFlavor`); otherwise the preferred attempt wins (`isPreferred`:
+  BorrowingOverPreemption by default, or `flavorFungibility.preference`
+  PreemptionOverBorrowing; borrowing as yes/no, not Kueue's level in the cohort tree);
 - earlier pod sets' usage counts against later ones ("previously considered podsets").
 
 The quota arithmetic is kueue.quota's, shared with the diagnosis (`quota_line` over
@@ -148,10 +149,25 @@ class _Attempt:
     verdict: Verdict
     borrows: bool = False
     may_preempt: bool = False
+    simulates: bool = False
+    """Kueue simulates preemption here (request within nominal, reclaim possible, or
+    borrowWithinCohort), whatever the policies: no candidates is then its noPreemptionCandidates
+    mode, which `isPreferred` ranks above noFit."""
     limited_by: str | None = None
     reasons: list[str] = field(default_factory=list)
     lines: dict[FlavorResource, QuotaLine] = field(default_factory=dict)
     preempts: int = 0
+
+
+def _mode(attempt: _Attempt) -> int:
+    """Kueue's preemptionMode as a rank: fit 3, preempt 2, noPreemptionCandidates 1, noFit 0."""
+    if attempt.verdict is Verdict.FITS_NOW:
+        return 3
+    if attempt.verdict is Verdict.MUST_WAIT and attempt.preempts:
+        return 2
+    if attempt.verdict is Verdict.MUST_WAIT and (attempt.may_preempt or attempt.simulates):
+        return 1
+    return 0
 
 
 class FlavorAssigner:
@@ -184,8 +200,9 @@ class FlavorAssigner:
         return policy not in (None, "Never")
 
     @exact_arithmetic
-    def _fits(self, fr: FlavorResource, request: Decimal) -> tuple[Verdict, bool, bool, str]:
-        """fitsResourceQuota: (verdict, borrows, may preempt, Kueue's message or "")."""
+    def _fits(self, fr: FlavorResource, request: Decimal) -> tuple[Verdict, bool, bool, bool, str]:
+        """fitsResourceQuota: (verdict, borrows, may preempt, simulates preemption, Kueue's
+        message or "")."""
         flavor, res = fr
         assumed = self.assumed.get(fr, ZERO)
         value = assumed + request
@@ -199,15 +216,16 @@ class FlavorAssigner:
                 Verdict.NEVER_FITS,
                 False,
                 False,
+                False,
                 f"insufficient quota for {res} in flavor {flavor}, previously considered "
                 f"podsets requests ({format_quantity(assumed, res)}) + current podset request "
                 f"({format_quantity(request, res)}) > maximum capacity "
                 f"({format_quantity(cap, res)})",
             )
         if line.verdict is Verdict.FITS_NOW:
-            return Verdict.FITS_NOW, borrows, False, ""
+            return Verdict.FITS_NOW, borrows, False, False, ""
         if line.verdict is Verdict.UNKNOWN:
-            return Verdict.UNKNOWN, borrows, False, ""
+            return Verdict.UNKNOWN, borrows, False, False, ""
         available = line.available_now if line.available_now is not None else ZERO
         # Kueue simulates preemption when the request fits its nominal quota, when reclaiming
         # within the cohort may help (the request fits some subtree without borrowing beyond
@@ -219,10 +237,12 @@ class FlavorAssigner:
             or (may_reclaim and self._policy("reclaimWithinCohort") != "Never")
             or self._can_preempt_while_borrowing()
         )
+        simulates = value <= nominal or may_reclaim or self._can_preempt_while_borrowing()
         return (
             Verdict.MUST_WAIT,
             borrows,
             may_preempt,
+            simulates,
             f"insufficient unused quota for {res} in flavor {flavor}, "
             f"{format_quantity(value - available, res)} more needed",
         )
@@ -245,9 +265,10 @@ class FlavorAssigner:
             attempt.limited_by = "FLAVORS_NOT_READABLE"
         for res in sorted(requests):
             fr = (flavor_name, res)
-            verdict, borrows, may_preempt, message = self._fits(fr, requests[res])
+            verdict, borrows, may_preempt, simulates, message = self._fits(fr, requests[res])
             attempt.borrows = attempt.borrows or borrows
             attempt.may_preempt = attempt.may_preempt or may_preempt
+            attempt.simulates = attempt.simulates or simulates
             if message:
                 attempt.reasons.append(message)
             if RANK[verdict] < RANK[attempt.verdict]:
@@ -287,9 +308,20 @@ class FlavorAssigner:
             and self.fungibility.get("whenCanPreempt", "TryNextFlavor") != "TryNextFlavor"
         )
 
-    @staticmethod
-    def _preferred(a: _Attempt, b: _Attempt | None) -> bool:
-        """isPreferred, BorrowingOverPreemption: fit over preemption, then less borrowing."""
+    def _preferred(self, a: _Attempt, b: _Attempt | None) -> bool:
+        """isPreferred: BorrowingOverPreemption (the default) ranks fit over preemption, then
+        less borrowing; PreemptionOverBorrowing ranks less borrowing first, then the preemption
+        mode (fit, preempt, noPreemptionCandidates). Borrowing is known as yes/no, not as
+        Kueue's level in the cohort tree."""
+        if self.fungibility.get("preference") == "PreemptionOverBorrowing":
+            mode_a, mode_b = _mode(a), _mode(b) if b is not None else 0
+            if mode_a == 0:
+                return False
+            if b is None or mode_b == 0:
+                return True
+            if a.borrows != b.borrows:
+                return not a.borrows
+            return mode_a > mode_b
         usable_a = a.verdict is Verdict.FITS_NOW or (
             a.verdict is Verdict.MUST_WAIT and a.may_preempt
         )

@@ -5,7 +5,8 @@ hard-coded) a LocalQueue in this test's own namespace, and per ClusterQueue a se
 derived from its spec (a small request, one above its largest nominal quota, each extended
 resource it covers); plus ClusterQueues made here for the cases the scenarios lack: must wait
 behind an admitted Job, borrowing within a cohort, an untolerated taint before a usable flavor,
-node labels choosing between flavors, two resource groups, flavorFungibility.
+node labels choosing between flavors, two resource groups, flavorFungibility (whenCanBorrow,
+whenCanPreempt, preference PreemptionOverBorrowing), borrowing two Cohort levels up.
 
 Per case, in order: whatIf as alice (a tenant who may only `get` the LocalQueue; the service runs
 with `--quota-disclosure quota`), then the Job as admin, then Kueue's decision on its Workload:
@@ -154,8 +155,52 @@ OWN_CLUSTER_QUEUES = [
         [(["cpu", "memory"], [("standard", _n("2"))])],
         preemption={"withinClusterQueue": "LowerPriority"},
     ),
+    # Under the Cohort tree oracle-root > oracle-mid (below), where only oracle-root holds quota.
+    # Once a sibling borrows its gpu-a100 quota, the first flavor needs borrowing and the second
+    # reclaiming (which finds no candidate: reclaimWithinCohort is Never). Kueue's default
+    # (BorrowingOverPreemption) would borrow; this preference picks the second flavor and waits.
+    _cq(
+        "oracle-preempt-over-borrow",
+        [(["cpu", "memory"], [("standard", _n("1")), ("gpu-a100", _n("2"))])],
+        cohort="oracle-root",
+        fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                     "preference": "PreemptionOverBorrowing"},
+    ),
+    _cq(
+        "oracle-borrow-try-next-may-stop",
+        [(["cpu", "memory"], [("standard", _n("1")),
+                              ("gpu-a100", {"cpu": {"nominalQuota": "4", "lendingLimit": "0"},
+                                            "memory": {"nominalQuota": "8Gi"}})])],
+        cohort="oracle-root",
+        fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"},
+    ),
+    # Nothing to borrow in its own cohort (oracle-mid): the quota sits two levels up.
+    _cq(
+        "oracle-two-levels",
+        [(["cpu", "memory"], [("standard", {"cpu": {"nominalQuota": "1", "borrowingLimit": "2"},
+                                            "memory": {"nominalQuota": "8Gi"}})])],
+        cohort="oracle-mid",
+    ),
 ]  # fmt: skip
 OWN_NAMES = {cq["metadata"]["name"] for cq in OWN_CLUSTER_QUEUES}
+
+
+def _cohort(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Cohort",
+        "metadata": {"name": name, "labels": TEST_LABELS},
+        "spec": spec,
+    }
+
+
+# A two-level Cohort tree; the root holds 4 CPU of standard, the middle level nothing.
+OWN_COHORTS = [
+    _cohort("oracle-root", {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+        {"name": "standard", "resources": [{"name": "cpu", "nominalQuota": "4"},
+                                           {"name": "memory", "nominalQuota": "16Gi"}]}]}]}),
+    _cohort("oracle-mid", {"parentName": "oracle-root"}),
+]  # fmt: skip
 
 
 def _namespace_objects() -> list[dict[str, Any]]:
@@ -365,6 +410,19 @@ NAMED_CASES = [
                {**CPU, "example.com/gpu": "1"}, expect="FITS_NOW")),
     Case(Probe("whenCanBorrow: TryNextFlavor", lq_for("oracle-fungible"), 2, CPU,
                expect="FITS_NOW")),
+    Case(
+        Probe("preference: PreemptionOverBorrowing", lq_for("oracle-preempt-over-borrow"), 2,
+              CPU),
+        before=(Probe("borrows its gpu-a100 quota", lq_for("oracle-borrow-try-next-may-stop"), 6,
+                      CPU, node_selector={"kueue-graphql.example/pool": "gpu"},
+                      expect="FITS_NOW"),),
+    ),
+    Case(Probe("whenCanPreempt: MayStopSearch, whenCanBorrow: TryNextFlavor",
+               lq_for("oracle-borrow-try-next-may-stop"), 2, CPU, expect="FITS_NOW")),
+    Case(Probe("borrowing from the grandparent cohort", lq_for("oracle-two-levels"), 3, CPU,
+               expect="FITS_NOW")),
+    Case(Probe("beyond the borrowing limit, two levels", lq_for("oracle-two-levels"), 4, CPU,
+               expect="NEVER_FITS")),
     # Several pod sets (a Workload): earlier pod sets' usage counts against later ones.
     Case(Probe("second pod set over the quota with the first", lq_for("oracle-wait-2cpu"), 1,
                CPU, more_pod_sets=(("workers", 2, CPU),), expect="NEVER_FITS")),
@@ -529,6 +587,7 @@ def _cleanup(cluster: Cluster) -> None:
     ClusterQueues, waited until gone."""
     remove_namespace(cluster, NS)
     remove(cluster, "clusterqueues", "-l", LABEL)
+    remove(cluster, "cohorts", "-l", LABEL)
 
 
 @pytest.fixture(scope="module")
@@ -537,7 +596,7 @@ def oracle_setting(cluster: Cluster) -> Iterator[list[dict[str, Any]]]:
     Yields every ClusterQueue as admin lists them."""
     _cleanup(cluster)  # what an interrupted earlier run left
     try:
-        _apply(cluster, _namespace_objects() + OWN_CLUSTER_QUEUES)
+        _apply(cluster, _namespace_objects() + OWN_COHORTS + OWN_CLUSTER_QUEUES)
         cqs = cluster.get_json("clusterqueues")["items"]
         queues = [
             _local_queue(lq_for(cq["metadata"]["name"]), cq["metadata"]["name"]) for cq in cqs
