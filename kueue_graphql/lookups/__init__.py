@@ -12,8 +12,8 @@ from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.diagnosis import (
     diagnosis_input_for_owner,
     diagnosis_input_for_workload,
-    observe,
 )
+from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import NO_OWNER_READS, KueueReader, OwnerReads
 from kueue_graphql.lookups.selection import flavor_names, workload_matches
 

@@ -30,6 +30,7 @@ from kueue_graphql.kube.resources import (
     WORKLOAD,
 )
 from kueue_graphql.kueue.model import known
+from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import KueueReader
 
 T = TypeVar("T")
@@ -80,15 +81,6 @@ async def _all(*reads: asyncio.Future[Any]) -> None:
             read.cancel()
         if pending:
             await asyncio.wait(pending)
-
-
-async def observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
-    try:
-        return await read
-    except ForbiddenError as error:
-        return dx.Forbidden(str(error))
-    except NotFoundError as error:
-        return dx.Absent(str(error))
 
 
 async def _events(

@@ -23,10 +23,9 @@ import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.core.names import check_name
 from kueue_graphql.kube.client import (
     ApiCallMeter,
@@ -45,6 +44,7 @@ from kueue_graphql.kube.resources import (
 )
 from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.vocabulary import VISIBILITY_API_VERSION, VISIBILITY_GROUP
+from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import KueueReader
 
 # Kueue's visibility API of a ClusterQueue: read as the service (the policy's own reads), so not
@@ -62,8 +62,6 @@ __all__ = [
     "ServiceQuotaReads",
     "quota_view",
 ]
-
-T = TypeVar("T")
 
 
 class QuotaDisclosure(StrEnum):
@@ -173,15 +171,6 @@ class QuotaView:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-async def _observe(read: Awaitable[T]) -> T | dx.Forbidden | dx.Absent:
-    try:
-        return await read
-    except ForbiddenError as error:
-        return dx.Forbidden(str(error))
-    except NotFoundError as error:
-        return dx.Absent(str(error))
-
-
 async def quota_view(
     reader: KueueReader, policy: DisclosurePolicy, cluster_queue: str
 ) -> QuotaView:
@@ -190,15 +179,15 @@ async def quota_view(
     As the caller first; where RBAC refuses the ClusterQueue and the policy allows, as the
     service. Cohort members are read only for a ClusterQueue in a cohort.
     """
-    cq = await _observe(reader.get(CLUSTER_QUEUE, None, cluster_queue))
+    cq = await observe(reader.get(CLUSTER_QUEUE, None, cluster_queue))
     if not isinstance(cq, dx.Forbidden):
-        flavors = await _observe(reader.list_objects(RESOURCE_FLAVOR))
+        flavors = await observe(reader.list_objects(RESOURCE_FLAVOR))
         members: dx.Observed[list[JsonObject]] = dx.Absent("not in a cohort")
         cohorts: dx.Observed[list[JsonObject]] = dx.Absent("not in a cohort")
         read_cq = known(cq)
         if read_cq is not None and (read_cq.get("spec") or {}).get("cohortName"):
             members, cohorts = await asyncio.gather(
-                _observe(reader.list_objects(CLUSTER_QUEUE)), _observe(reader.list_objects(COHORT))
+                observe(reader.list_objects(CLUSTER_QUEUE)), observe(reader.list_objects(COHORT))
             )
         return QuotaView(
             cluster_queue, cq, flavors, members, cohorts, NumbersSource.CALLER_RBAC, True
@@ -216,13 +205,13 @@ async def quota_view(
             "disclosure policy is off",
         )
     source = policy.source
-    service_cq = await _observe(source.cluster_queue(cluster_queue))
-    flavors_read = await _observe(source.list_objects(RESOURCE_FLAVOR))
+    service_cq = await observe(source.cluster_queue(cluster_queue))
+    flavors_read = await observe(source.list_objects(RESOURCE_FLAVOR))
     members = cohorts = dx.Absent("not in a cohort")
     read_cq = known(service_cq)
     if read_cq is not None and (read_cq.get("spec") or {}).get("cohortName"):
         members, cohorts = await asyncio.gather(
-            _observe(source.list_objects(CLUSTER_QUEUE)), _observe(source.list_objects(COHORT))
+            observe(source.list_objects(CLUSTER_QUEUE)), observe(source.list_objects(COHORT))
         )
     if isinstance(service_cq, dx.Forbidden):
         # The service's own ServiceAccount lacks the read: say so, never "you may not".
