@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -148,9 +149,9 @@ def pod_set_inputs(case: Case, wl: Manifest) -> list[dict[str, Any]]:
     return out
 
 
-def _quantity(amount: Any) -> str:
-    if amount.denominator == 1:
-        return str(amount.numerator)
+def _quantity(amount: Decimal) -> str:
+    if amount == amount.to_integral_value():
+        return str(int(amount))
     return f"{int(amount * 1000)}m"
 
 
