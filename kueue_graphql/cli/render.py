@@ -20,7 +20,7 @@ query Why($namespace: String!, $kind: String!, $name: String!) {
     reasons {
       code kueueReason message source resource flavor podSet
       object { kind name namespace }
-      numbers { name quantity amount }
+      numbers { name value { quantity amount } }
     }
     quota {
       visibility clusterQueue verdict detail
@@ -95,7 +95,8 @@ def render_diagnosis(d: dict[str, Any]) -> str:
         for r in d["reasons"]:
             written = f" [{r['kueueReason']}]" if r.get("kueueReason") else ""
             out.append(f"  - {r['code']}{written} ({r['source'].lower()}): {r['message']}")
-            nums = ", ".join(f"{n['name']}={n['quantity']}" for n in r.get("numbers") or [])
+            numbers = r.get("numbers") or []
+            nums = ", ".join(f"{n['name']}={n['value']['quantity']}" for n in numbers)
             if nums:
                 out.append(f"      {nums}")
     quota = d["quota"]
@@ -174,7 +175,7 @@ def render_what_if(w: dict[str, Any]) -> str:
     if w.get("detail") and w["detail"] not in w["summary"]:
         out.append(f"  ({w['detail']})")
     for ps in w.get("podSets") or []:
-        per_pod = ", ".join(f"{r['resource']}={r['quantity']}" for r in ps["requests"])
+        per_pod = ", ".join(f"{r['resource']}={r['value']['quantity']}" for r in ps["requests"])
         out.append(f"Pod set {ps['name']}: {ps['count']} x ({per_pod})")
         for g in ps.get("resourceGroups") or []:
             extra = " borrowing" if g.get("borrows") else ""

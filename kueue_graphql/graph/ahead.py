@@ -13,7 +13,12 @@ import strawberry
 
 from kueue_graphql.diagnosis.ahead import AheadReport, WhyAhead, ahead_of_me
 from kueue_graphql.graph.common import Info, field, reads
-from kueue_graphql.graph.whatif import ResourceAmount
+from kueue_graphql.graph.quantity import (
+    Quantity,
+    ResourceQuantity,
+    computed_quantities,
+    replaced_by,
+)
 from kueue_graphql.kube.resources import WORKLOAD
 from kueue_graphql.lookups.ahead import load_ahead
 
@@ -46,13 +51,15 @@ class WhyAheadCounts:
 class FlavorResourceAmount:
     flavor: str
     resource: str
-    quantity: str
+    value: Quantity
+
+    @replaced_by("value")
+    def quantity(self) -> str:
+        return self.value.quantity
 
     @classmethod
     def of(cls, flavor: str, resource: str, value: Decimal) -> FlavorResourceAmount:
-        return cls(
-            flavor=flavor, resource=resource, quantity=ResourceAmount.of(resource, value).quantity
-        )
+        return cls(flavor=flavor, resource=resource, value=Quantity.computed(value, resource))
 
 
 @strawberry.type(
@@ -87,14 +94,14 @@ class AheadOfMe:
         description="Total requests of the Workloads ahead in its LocalQueue, per resource "
         "(pending Workloads have no flavor yet)."
     )
-    def requested_ahead_in_local_queue(self) -> list[ResourceAmount] | None:
+    def requested_ahead_in_local_queue(self) -> list[ResourceQuantity] | None:
         r = self.report.local_requests
-        return None if r is None else [ResourceAmount.of(k, v) for k, v in r]
+        return None if r is None else computed_quantities(r)
 
     @field(description="The same over the whole ClusterQueue; null in `impersonate` mode.")
-    def requested_ahead_in_cluster_queue(self) -> list[ResourceAmount] | None:
+    def requested_ahead_in_cluster_queue(self) -> list[ResourceQuantity] | None:
         r = self.report.cluster_requests
-        return None if r is None else [ResourceAmount.of(k, v) for k, v in r]
+        return None if r is None else computed_quantities(r)
 
     @field(
         description="Quota held by admitted Workloads in its ClusterQueue (status."

@@ -14,11 +14,11 @@ from kueue_graphql.graph.common import (
     JSON,
     Info,
     field,
-    maybe_quantity,
     reads,
     spec,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
+from kueue_graphql.graph.quantity import Quantity, amount_of, replaced_by, text_of
 from kueue_graphql.kube.resources import CLUSTER_QUEUE
 from kueue_graphql.lookups import flavor_names
 
@@ -29,15 +29,36 @@ if TYPE_CHECKING:
     from kueue_graphql.graph.workload import Workload, WorkloadStatus
 
 
-@strawberry.type(description="Quota of one resource in one flavor; text plus exact amounts.")
+@strawberry.type(description="Quota of one resource in one flavor (`resourceGroups[].flavors[]`).")
 class ResourceQuota:
     name: str
-    nominal_quota: str | None
-    nominal_quota_amount: Decimal | None
-    borrowing_limit: str | None = strawberry.field(description="null: no limit.")
-    borrowing_limit_amount: Decimal | None
-    lending_limit: str | None = strawberry.field(description="null: no limit.")
-    lending_limit_amount: Decimal | None
+    nominal_quota_value: Quantity | None
+    borrowing_limit_value: Quantity | None = strawberry.field(description="Null: no limit.")
+    lending_limit_value: Quantity | None = strawberry.field(description="Null: no limit.")
+
+    @replaced_by("nominalQuotaValue")
+    def nominal_quota(self) -> str | None:
+        return text_of(self.nominal_quota_value)
+
+    @replaced_by("nominalQuotaValue")
+    def nominal_quota_amount(self) -> Decimal | None:
+        return amount_of(self.nominal_quota_value)
+
+    @replaced_by("borrowingLimitValue")
+    def borrowing_limit(self) -> str | None:
+        return text_of(self.borrowing_limit_value)
+
+    @replaced_by("borrowingLimitValue")
+    def borrowing_limit_amount(self) -> Decimal | None:
+        return amount_of(self.borrowing_limit_value)
+
+    @replaced_by("lendingLimitValue")
+    def lending_limit(self) -> str | None:
+        return text_of(self.lending_limit_value)
+
+    @replaced_by("lendingLimitValue")
+    def lending_limit_amount(self) -> Decimal | None:
+        return amount_of(self.lending_limit_value)
 
 
 @strawberry.type
@@ -67,18 +88,14 @@ def resource_groups(groups: Sequence[Mapping[str, Any]] | None) -> list[Resource
         for flavor in group.get("flavors") or []:
             quotas = []
             for resource in flavor.get("resources") or []:
-                nominal, nominal_amount = maybe_quantity(resource.get("nominalQuota"))
-                borrowing, borrowing_amount = maybe_quantity(resource.get("borrowingLimit"))
-                lending, lending_amount = maybe_quantity(resource.get("lendingLimit"))
                 quotas.append(
                     ResourceQuota(
                         name=str(resource.get("name", "")),
-                        nominal_quota=nominal,
-                        nominal_quota_amount=nominal_amount,
-                        borrowing_limit=borrowing,
-                        borrowing_limit_amount=borrowing_amount,
-                        lending_limit=lending,
-                        lending_limit_amount=lending_amount,
+                        nominal_quota_value=Quantity.maybe_written(resource.get("nominalQuota")),
+                        borrowing_limit_value=Quantity.maybe_written(
+                            resource.get("borrowingLimit")
+                        ),
+                        lending_limit_value=Quantity.maybe_written(resource.get("lendingLimit")),
                     )
                 )
             flavors.append(FlavorQuotas(name=str(flavor.get("name", "")), resources=quotas))

@@ -17,7 +17,7 @@ from graphql import (
 )
 
 from kueue_graphql.context import RequestContext
-from kueue_graphql.kueue.quantity import Quantity, decimal_text, format_quantity, parse_quantity
+from kueue_graphql.graph.quantity import Quantity, amount_of, replaced_by, text_of
 from kueue_graphql.lookups import KueueReader
 
 Info = strawberry.Info[RequestContext, None]
@@ -32,22 +32,6 @@ LIVE_READS: ContextVar[KueueReader | None] = ContextVar("LIVE_READS", default=No
 
 def reads(info: Info) -> KueueReader:
     return LIVE_READS.get() or info.context.reads
-
-
-def exact(quantity: Quantity) -> Decimal:
-    # Decimal serializes as a string in GraphQL: exact, unlike Float.
-    return Decimal(decimal_text(quantity.amount))
-
-
-def maybe_quantity(value: object) -> tuple[str | None, Decimal | None]:
-    """(Kubernetes string, exact number) of an optional quantity field."""
-    if value is None:
-        return None, None
-    try:
-        quantity = parse_quantity(value)  # type: ignore[arg-type]
-    except ValueError:
-        return str(value), None
-    return str(value), exact(quantity)
 
 
 @strawberry.type(description="A status condition, as in `status.conditions`.")
@@ -73,39 +57,6 @@ class Condition:
 
 def conditions(obj: Mapping[str, Any]) -> list[Condition]:
     return [Condition.from_json(c) for c in (obj.get("status") or {}).get("conditions") or []]
-
-
-@strawberry.type(description="An amount of one resource: Kubernetes text and exact number.")
-class ResourceQuantity:
-    resource: str
-    quantity: str = strawberry.field(description='Kubernetes notation, e.g. "500m", "768Mi".')
-    amount: Decimal | None = strawberry.field(
-        description='Exact number, e.g. "0.5", "805306368"; null if `quantity` is malformed.'
-    )
-
-    @classmethod
-    def of(cls, resource: str, quantity: Quantity) -> ResourceQuantity:
-        return cls(resource=resource, quantity=format_quantity(quantity), amount=exact(quantity))
-
-    @classmethod
-    def from_text(cls, resource: str, text: object) -> ResourceQuantity:
-        try:
-            quantity = parse_quantity(text)  # type: ignore[arg-type]
-        except ValueError:
-            # Keep what the object says even if it cannot be parsed; it has no exact amount.
-            return cls(resource=resource, quantity=str(text), amount=None)
-        return cls(resource=resource, quantity=str(text), amount=exact(quantity))
-
-
-def resource_list(resources: Mapping[str, Any] | None) -> list[ResourceQuantity]:
-    """A `ResourceList` map ({cpu: "1"}) as a list, sorted by resource name."""
-    return [
-        ResourceQuantity.from_text(name, value) for name, value in sorted((resources or {}).items())
-    ]
-
-
-def quantities(resources: Mapping[str, Quantity]) -> list[ResourceQuantity]:
-    return [ResourceQuantity.of(name, q) for name, q in sorted(resources.items())]
 
 
 @strawberry.type
@@ -147,10 +98,24 @@ def tolerations(items: Sequence[Mapping[str, Any]] | None) -> list[Toleration]:
 @strawberry.type(description="Usage of one resource in one flavor (`flavorsUsage[].resources`).")
 class ResourceUsage:
     name: str
-    total: str | None
-    total_amount: Decimal | None
-    borrowed: str | None
-    borrowed_amount: Decimal | None
+    total_value: Quantity | None
+    borrowed_value: Quantity | None
+
+    @replaced_by("totalValue")
+    def total(self) -> str | None:
+        return text_of(self.total_value)
+
+    @replaced_by("totalValue")
+    def total_amount(self) -> Decimal | None:
+        return amount_of(self.total_value)
+
+    @replaced_by("borrowedValue")
+    def borrowed(self) -> str | None:
+        return text_of(self.borrowed_value)
+
+    @replaced_by("borrowedValue")
+    def borrowed_amount(self) -> Decimal | None:
+        return amount_of(self.borrowed_value)
 
 
 @strawberry.type(description="`flavorsReservation[]` / `flavorsUsage[]` entry of a queue.")
@@ -164,15 +129,11 @@ def flavor_usages(items: Sequence[Mapping[str, Any]] | None) -> list[FlavorUsage
     for flavor in items or []:
         resources = []
         for resource in flavor.get("resources") or []:
-            total, total_amount = maybe_quantity(resource.get("total"))
-            borrowed, borrowed_amount = maybe_quantity(resource.get("borrowed"))
             resources.append(
                 ResourceUsage(
                     name=str(resource.get("name", "")),
-                    total=total,
-                    total_amount=total_amount,
-                    borrowed=borrowed,
-                    borrowed_amount=borrowed_amount,
+                    total_value=Quantity.maybe_written(resource.get("total")),
+                    borrowed_value=Quantity.maybe_written(resource.get("borrowed")),
                 )
             )
         result.append(FlavorUsage(name=str(flavor.get("name", "")), resources=resources))

@@ -20,6 +20,7 @@ from kueue_graphql.graph.job import Job
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.node import Node
 from kueue_graphql.graph.pod import Pod
+from kueue_graphql.graph.quantity import Quantity, exact, replaced_by
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
 from kueue_graphql.graph.workload import Workload
 from kueue_graphql.kube.kubectl_commands import command_accesses
@@ -27,8 +28,6 @@ from kueue_graphql.kube.resources import (
     DEPLOYMENT,
     canonical_kind,
 )
-from kueue_graphql.kueue.exact import format_quantity
-from kueue_graphql.kueue.quantity import decimal_text
 from kueue_graphql.kueue.vocabulary import KUEUE_DEPLOYMENT, kueue_version_of
 from kueue_graphql.lookups import KueueReader, diagnosis_input_for_owner, observe
 
@@ -58,29 +57,19 @@ strawberry.enum(
 strawberry.enum(dx.Verdict, name="QuotaVerdict")
 
 
-def _decimal(value: Decimal) -> Decimal:
-    return Decimal(decimal_text(value))
-
-
-@strawberry.type(description="An exact amount: Kubernetes notation and exact decimal number.")
-class DiagnosisAmount:
-    quantity: str
-    amount: Decimal
-
-    @classmethod
-    def of(cls, value: Decimal, resource: str | None) -> DiagnosisAmount:
-        return cls(quantity=format_quantity(value, resource), amount=_decimal(value))
-
-    @classmethod
-    def maybe(cls, value: Decimal | None, resource: str | None) -> DiagnosisAmount | None:
-        return None if value is None else cls.of(value, resource)
-
-
 @strawberry.type(description="A named number from a message or an object, e.g. maximumCapacity.")
 class DiagnosisNumber:
     name: str
-    quantity: str = strawberry.field(description='As written, e.g. "2", "1536Mi".')
-    amount: Decimal
+    value: Quantity = strawberry.field(description='As written, e.g. "2", "1536Mi".')
+    number: strawberry.Private[Decimal]
+
+    @replaced_by("value")
+    def quantity(self) -> str:
+        return self.value.quantity
+
+    @replaced_by("value")
+    def amount(self) -> Decimal:
+        return self.number
 
 
 @strawberry.type(description="A typed reference (kind, name, namespace) to a Kubernetes object.")
@@ -129,7 +118,11 @@ class DiagnosisReason:
             pod_set=r.pod_set,
             object=ObjectReference.of(r.object),
             numbers=[
-                DiagnosisNumber(name=n.name, quantity=n.text, amount=_decimal(n.value))
+                DiagnosisNumber(
+                    name=n.name,
+                    value=Quantity(quantity=n.text, amount=exact(n.value)),
+                    number=exact(n.value),
+                )
                 for n in r.numbers
             ],
         )
@@ -139,25 +132,25 @@ class DiagnosisReason:
 class QuotaLine:
     flavor: str
     resource: str
-    requested: DiagnosisAmount = strawberry.field(
+    requested: Quantity = strawberry.field(
         description="Aggregate: per-pod request x count, summed over pod sets."
     )
-    nominal_quota: DiagnosisAmount
-    borrowing_limit: DiagnosisAmount | None = strawberry.field(description="Null: no limit.")
-    lending_limit: DiagnosisAmount | None = strawberry.field(description="Null: no limit.")
-    reserved: DiagnosisAmount = strawberry.field(description="`flavorsReservation` now.")
-    used: DiagnosisAmount = strawberry.field(description="`flavorsUsage` now.")
-    borrowed: DiagnosisAmount
+    nominal_quota: Quantity
+    borrowing_limit: Quantity | None = strawberry.field(description="Null: no limit.")
+    lending_limit: Quantity | None = strawberry.field(description="Null: no limit.")
+    reserved: Quantity = strawberry.field(description="`flavorsReservation` now.")
+    used: Quantity = strawberry.field(description="`flavorsUsage` now.")
+    borrowed: Quantity
     cohort: str | None
-    cohort_can_lend: DiagnosisAmount | None = strawberry.field(
+    cohort_can_lend: Quantity | None = strawberry.field(
         description="What the cohort could lend beyond the queue's own unused quota, now. "
         "Null when not in a cohort or when cohort members may not be read."
     )
-    maximum_capacity: DiagnosisAmount | None = strawberry.field(
+    maximum_capacity: Quantity | None = strawberry.field(
         description="The most this queue could ever give (nominal + what borrowing can bring), "
         "as Kueue computes it."
     )
-    available_now: DiagnosisAmount | None
+    available_now: Quantity | None
     verdict: dx.Verdict
     limited_by: str | None = strawberry.field(
         description="NOMINAL_QUOTA, BORROWING_LIMIT, COHORT or NOT_IN_CLUSTER_QUEUE."
@@ -172,17 +165,17 @@ class QuotaLine:
         return cls(
             flavor=line.flavor,
             resource=res,
-            requested=DiagnosisAmount.of(line.requested, res),
-            nominal_quota=DiagnosisAmount.of(line.nominal_quota, res),
-            borrowing_limit=DiagnosisAmount.maybe(line.borrowing_limit, res),
-            lending_limit=DiagnosisAmount.maybe(line.lending_limit, res),
-            reserved=DiagnosisAmount.of(line.reserved, res),
-            used=DiagnosisAmount.of(line.used, res),
-            borrowed=DiagnosisAmount.of(line.borrowed, res),
+            requested=Quantity.computed(line.requested, res),
+            nominal_quota=Quantity.computed(line.nominal_quota, res),
+            borrowing_limit=Quantity.maybe_computed(line.borrowing_limit, res),
+            lending_limit=Quantity.maybe_computed(line.lending_limit, res),
+            reserved=Quantity.computed(line.reserved, res),
+            used=Quantity.computed(line.used, res),
+            borrowed=Quantity.computed(line.borrowed, res),
             cohort=line.cohort,
-            cohort_can_lend=DiagnosisAmount.maybe(line.cohort_can_lend, res),
-            maximum_capacity=DiagnosisAmount.maybe(line.maximum_capacity, res),
-            available_now=DiagnosisAmount.maybe(line.available_now, res),
+            cohort_can_lend=Quantity.maybe_computed(line.cohort_can_lend, res),
+            maximum_capacity=Quantity.maybe_computed(line.maximum_capacity, res),
+            available_now=Quantity.maybe_computed(line.available_now, res),
             verdict=line.verdict,
             limited_by=line.limited_by,
             counts_this_workload=line.counts_this_workload,

@@ -14,7 +14,8 @@ from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.diagnosis.headroom import Headroom, headroom
 from kueue_graphql.graph.common import Info, field, reads
-from kueue_graphql.graph.diagnosis import DiagnosisAmount, QuotaLine
+from kueue_graphql.graph.diagnosis import QuotaLine
+from kueue_graphql.graph.quantity import Quantity
 from kueue_graphql.kube.resources import CLUSTER_QUEUE
 from kueue_graphql.kueue.model import known
 from kueue_graphql.lookups.disclosure import NumbersSource, quota_view
@@ -30,10 +31,10 @@ class CohortQuotaTotal:
     cohort: str = strawberry.field(description="The tree's root cohort.")
     flavor: str
     resource: str
-    nominal_quota: DiagnosisAmount = strawberry.field(
+    nominal_quota: Quantity = strawberry.field(
         description="All member ClusterQueues' nominal quota plus the Cohorts' own."
     )
-    reserved: DiagnosisAmount = strawberry.field(
+    reserved: Quantity = strawberry.field(
         description="All member ClusterQueues' `flavorsReservation`."
     )
     cluster_queues: int = strawberry.field(description="ClusterQueues in the tree.")
@@ -77,8 +78,8 @@ class QueueQuota:
                 cohort=t.cohort,
                 flavor=t.flavor,
                 resource=t.resource,
-                nominal_quota=DiagnosisAmount.of(t.nominal_quota, t.resource),
-                reserved=DiagnosisAmount.of(t.reserved, t.resource),
+                nominal_quota=Quantity.computed(t.nominal_quota, t.resource),
+                reserved=Quantity.computed(t.reserved, t.resource),
                 cluster_queues=t.cluster_queues,
             )
             for t in self.result.cohort_totals

@@ -8,16 +8,15 @@ from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     Condition,
     Info,
-    ResourceQuantity,
     Taint,
     conditions,
     reads,
-    resource_list,
     spec,
     status,
     taints,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
+from kueue_graphql.graph.quantity import ResourceQuantity, resource_list
 from kueue_graphql.kube.resources import NODE
 
 

@@ -10,18 +10,17 @@ from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     Condition,
     Info,
-    ResourceQuantity,
     Toleration,
     as_json,
     conditions,
     field,
-    quantities,
     reads,
     spec,
     status,
     tolerations,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
+from kueue_graphql.graph.quantity import ResourceQuantity, quantities
 from kueue_graphql.kube.resources import POD
 from kueue_graphql.kueue.requests import pod_requests
 

@@ -17,8 +17,9 @@ from kueue_graphql.core.errors import BadRequestError
 from kueue_graphql.core.names import check_name
 from kueue_graphql.diagnosis import Verdict
 from kueue_graphql.graph.common import Info, field, reads
-from kueue_graphql.graph.diagnosis import DiagnosisAmount, DiagnosisReason, QuotaLine
+from kueue_graphql.graph.diagnosis import DiagnosisReason, QuotaLine
 from kueue_graphql.graph.localqueue import LocalQueue
+from kueue_graphql.graph.quantity import ResourceQuantity, computed_quantities
 from kueue_graphql.kueue.exact import QuantityError, parse_quantity
 from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX
 from kueue_graphql.lookups.disclosure import NumbersSource
@@ -81,18 +82,6 @@ class ObjectNameInput:
     name: str
 
 
-@strawberry.type(description="An amount of one resource, exact.")
-class ResourceAmount:
-    resource: str
-    quantity: str
-    amount: Decimal
-
-    @classmethod
-    def of(cls, resource: str, value: Decimal) -> ResourceAmount:
-        exact = DiagnosisAmount.of(value, resource)
-        return cls(resource=resource, quantity=exact.quantity, amount=exact.amount)
-
-
 @strawberry.type(
     description="One flavor Kueue would try, in order, and why it does or does not fit."
 )
@@ -136,8 +125,8 @@ class WhatIfResourceGroup:
 class WhatIfPodSet:
     name: str
     count: int
-    requests: list[ResourceAmount] = strawberry.field(description="Per Pod.")
-    total_requests: list[ResourceAmount] = strawberry.field(description="Per Pod x count.")
+    requests: list[ResourceQuantity] = strawberry.field(description="Per Pod.")
+    total_requests: list[ResourceQuantity] = strawberry.field(description="Per Pod x count.")
     resource_groups: list[WhatIfResourceGroup]
 
 
@@ -207,8 +196,8 @@ class WhatIf:
             WhatIfPodSet(
                 name=o.name,
                 count=o.count,
-                requests=[ResourceAmount.of(r, v) for r, v in sorted(o.per_pod.items())],
-                total_requests=[ResourceAmount.of(r, v) for r, v in sorted(o.total.items())],
+                requests=computed_quantities(sorted(o.per_pod.items())),
+                total_requests=computed_quantities(sorted(o.total.items())),
                 resource_groups=[
                     WhatIfResourceGroup(
                         pod_set=g.pod_set,
@@ -382,7 +371,7 @@ query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetIn
     localQueue { name }
     podSets {
       name count
-      requests { resource quantity } totalRequests { resource quantity }
+      requests { resource value { quantity } } totalRequests { resource value { quantity } }
       resourceGroups {
         resources flavor verdict limitedBy borrows mayPreempt preemptsFirstIn preempts
         attempts { flavor verdict borrows reasons }

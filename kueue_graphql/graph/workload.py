@@ -13,19 +13,17 @@ from kueue_graphql.graph.common import (
     JSON,
     Condition,
     Info,
-    ResourceQuantity,
     as_json,
     conditions,
     field,
     metadata,
-    quantities,
     reads,
-    resource_list,
     selected_nodes,
     spec,
     status,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
+from kueue_graphql.graph.quantity import ResourceQuantity, quantities, resource_list
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import WORKLOAD
 from kueue_graphql.kueue.conditions import workload_status

@@ -32,6 +32,19 @@ OBJECT = (
     "events { reason message type count involvedObject { kind name } }"
 )
 
+# Amounts through the current `Quantity` fields and the deprecated flat ones they replaced
+# (answered until 0.3.0).
+QTY = "value { quantity amount } quantity amount"
+USAGE = (
+    "name totalValue { quantity amount } borrowedValue { quantity amount } "
+    "total totalAmount borrowed borrowedAmount"
+)
+QUOTA = (
+    "name nominalQuotaValue { quantity amount } borrowingLimitValue { quantity amount } "
+    "lendingLimitValue { quantity amount } nominalQuota nominalQuotaAmount borrowingLimit "
+    "borrowingLimitAmount lendingLimit lendingLimitAmount"
+)
+
 EVERYTHING = f"""
 {{
   workloads(first: 100) {{
@@ -40,12 +53,12 @@ EVERYTHING = f"""
       {OBJECT}
       queueName active priority status maximumExecutionTimeSeconds
       priorityClassRef {{ group kind name }}
-      podSets {{ name count minCount requests {{ resource quantity amount }}
-                 totalRequests {{ resource quantity amount }} }}
-      totalRequests {{ resource quantity amount }}
+      podSets {{ name count minCount requests {{ resource {QTY} }}
+                 totalRequests {{ resource {QTY} }} }}
+      totalRequests {{ resource {QTY} }}
       conditions {{ type status reason message lastTransitionTime observedGeneration }}
       admission {{ clusterQueue podSetAssignments {{ name count flavors {{ resource flavor }}
-                   resourceUsage {{ resource quantity amount }} }} }}
+                   resourceUsage {{ resource {QTY} }} }} }}
       admissionChecks {{ name state message lastTransitionTime retryCount }}
       requeueState {{ count requeueAt }}
       resourceRequests {{ name resources {{ resource quantity }} }}
@@ -55,8 +68,8 @@ EVERYTHING = f"""
       priorityClass {{ name value description }}
       localQueue {{ name stopPolicy fairSharing pendingWorkloads reservingWorkloads
                     admittedWorkloads clusterQueueName conditions {{ type status reason }}
-                    flavorsReservation {{ name resources {{ name total totalAmount }} }}
-                    flavorsUsage {{ name resources {{ name total borrowed borrowedAmount }} }} }}
+                    flavorsReservation {{ name resources {{ {USAGE} }} }}
+                    flavorsUsage {{ name resources {{ {USAGE} }} }} }}
       clusterQueue {{ name }}
       job {{ name queueName suspend parallelism completions active succeeded failed startTime
              completionTime conditions {{ type status reason }}
@@ -79,11 +92,10 @@ EVERYTHING = f"""
       admittedWorkloads conditions {{ type status reason message }}
       cohort {{ name explicit parentName resourceGroups {{ coveredResources }} fairSharing }}
       resourceGroups {{ coveredResources flavors {{ name flavor {{ name topologyName }}
-        resources {{ name nominalQuota nominalQuotaAmount borrowingLimit borrowingLimitAmount
-                     lendingLimit lendingLimitAmount }} }} }}
+        resources {{ {QUOTA} }} }} }}
       flavors {{ name nodeLabels nodeTaints {{ key value effect }} }}
-      flavorsReservation {{ name resources {{ name total borrowed }} }}
-      flavorsUsage {{ name resources {{ name total borrowed }} }}
+      flavorsReservation {{ name resources {{ {USAGE} }} }}
+      flavorsUsage {{ name resources {{ {USAGE} }} }}
       localQueues {{ name namespace }}
       workloads(first: 5) {{ nodes {{ name status }} pageInfo {{ hasNextPage endCursor }}
         totalCount }}
@@ -101,7 +113,7 @@ EVERYTHING = f"""
     children(first: 5) {{ nodes {{ name }} totalCount }}
     members(first: 5) {{ nodes {{ name }} totalCount }} raw events {{ reason }} }} }}
   namespaces(first: 100) {{ nodes {{ {OBJECT} phase localQueues {{ name }} }} }}
-  nodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource quantity amount }} }} }}
+  nodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource {QTY} }} }} }}
   viewer {{ username uid groups extra }}
 }}
 """

@@ -7,7 +7,7 @@ GraphiQL first.
 from __future__ import annotations
 
 import pytest
-from graphql import parse, validate
+from graphql import NoDeprecatedCustomRule, parse, validate
 
 from kueue_graphql.graph.schema import build_schema
 from tests.legit_queries import docs_queries as examples
@@ -21,4 +21,23 @@ def test_the_docs_have_graphql_examples() -> None:
 def test_example_is_valid_against_the_schema(where: str, query: str) -> None:
     schema = build_schema()._schema
     errors = validate(schema, parse(query))
+    assert not errors, f"{where}: {[e.message for e in errors]}"
+
+
+def _shipped_documents() -> list[tuple[str, str]]:
+    """The docs' examples and the queries the package itself sends (the CLI's)."""
+    from kueue_graphql.cli.render import WHY_QUERY
+    from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+
+    return [*examples(), ("cli/render.py#WHY_QUERY", WHY_QUERY), ("WHAT_IF_QUERY", WHAT_IF_QUERY)]
+
+
+@pytest.mark.parametrize(
+    ("where", "query"), _shipped_documents(), ids=[w for w, _ in _shipped_documents()]
+)
+def test_what_we_ship_uses_no_deprecated_field(where: str, query: str) -> None:
+    # A field kept one release for old clients (e.g. the flat quantity fields replaced by
+    # `Quantity`) must not be what the docs teach or the CLI asks.
+    schema = build_schema()._schema
+    errors = validate(schema, parse(query), [NoDeprecatedCustomRule])
     assert not errors, f"{where}: {[e.message for e in errors]}"
