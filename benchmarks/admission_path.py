@@ -70,15 +70,21 @@ query AdmissionPath($ns: String!, $job: String!) {
   workloadFor(namespace: $ns, kind: "Job", name: $job) {
     name
     conditions { type status reason message }
-    totalRequests { resource quantity amount }
+    totalRequests { resource value { quantity amount } }
     localQueue { name stopPolicy conditions { type status reason } }
     clusterQueue {
       name
       cohort { name parent { name } }
       resourceGroups {
-        flavors { name resources { name nominalQuota borrowingLimit lendingLimit } }
+        flavors {
+          name
+          resources {
+            name nominalQuotaValue { quantity } borrowingLimitValue { quantity }
+            lendingLimitValue { quantity }
+          }
+        }
       }
-      flavorsUsage { name resources { name total borrowed } }
+      flavorsUsage { name resources { name totalValue { quantity } borrowedValue { quantity } } }
     }
     job { name pods { name phase node { name } conditions { type status reason message } } }
     events { reason message }

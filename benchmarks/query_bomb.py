@@ -458,7 +458,8 @@ async def padded_subscribes(running: Server, padding_mib: float, repeats: int) -
 WHAT_IF_QUANTITY = (
     'query W1($pods: [WhatIfPodSetInput!]) { whatIf(namespace: "team-a", '
     'localQueue: "lq-research", podSets: $pods) { verdict summary '
-    "podSets { name requests { resource quantity } totalRequests { quantity } } } }"
+    "podSets { name requests { resource value { quantity } } "
+    "totalRequests { value { quantity } } } } }"
 )
 QUANTITY_BURST = 20  # requests arriving at once in the /healthz row
 

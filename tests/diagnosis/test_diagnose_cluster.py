@@ -29,14 +29,14 @@ query Why($ns: String!, $kind: String!, $name: String!) {
       ... on ResourceFlavor { name } ... on Pod { name } ... on AdmissionCheck { name }
       ... on Cohort { name } ... on Workload { name } }
     reasons { code kueueReason message source resource flavor podSet
-      object { kind name } numbers { name quantity amount } }
+      object { kind name } numbers { name value { quantity amount } } }
     quota { visibility clusterQueue verdict detail
       lines { flavor resource verdict limitedBy cohort countsThisWorkload
         requested { quantity amount } nominalQuota { amount } borrowingLimit { amount }
         reserved { amount } borrowed { amount } maximumCapacity { amount }
         availableNow { amount } cohortCanLend { amount } } }
     pods { pod { name } phase scheduledReason scheduledMessage nodeSelector failedScheduling
-      reasons { code resource message numbers { name amount } } }
+      reasons { code resource message numbers { name value { amount } } } }
     queuePosition { visibility positionInClusterQueue positionInLocalQueue }
     nextSteps commands
   }
@@ -58,7 +58,7 @@ def reason(d: Any, code: str) -> Any:
 
 
 def numbers(r: Any) -> dict[str, Decimal]:
-    return {n["name"]: Decimal(n["amount"]) for n in r["numbers"]}
+    return {n["name"]: Decimal(n["value"]["amount"]) for n in r["numbers"]}
 
 
 def quota_line(d: Any, flavor: str, resource: str) -> Any:
@@ -175,7 +175,7 @@ async def test_admitted_but_unschedulable(server: Server, cluster: Cluster, user
     assert "InsufficientResource" in [r["code"] for r in pod["reasons"]]
     if user == "viewer":
         [fault] = [r for r in pod["reasons"] if r["code"] == "NoNodeFits"]
-        assert {n["name"]: Decimal(n["amount"]) for n in fault["numbers"]} == {
+        assert {n["name"]: Decimal(n["value"]["amount"]) for n in fault["numbers"]} == {
             "requested": 16,
             "allocatable": 8,
         }

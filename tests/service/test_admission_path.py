@@ -20,7 +20,7 @@ query AdmissionPath($ns: String!, $job: String!) {
   workloadFor(namespace: $ns, kind: "Job", name: $job) {
     name
     conditions { type status reason message }
-    totalRequests { resource quantity }
+    totalRequests { resource value { quantity } }
     localQueue { name stopPolicy conditions { type status reason } }
     clusterQueue { name }
     job { name pods { name phase conditions { type status reason message } } }
@@ -64,7 +64,7 @@ async def test_alice_sees_why_too_big_waits(server: Server, cluster: Cluster) ->
     expected = workload_of_job(cluster, "alice", "too-big-3x1cpu")
     assert workload["name"] == expected["metadata"]["name"]
     # 3 pods x 1 CPU at once: the Workload needs 3 CPU, more than cq-small-2cpu's 2.
-    totals = {r["resource"]: r["quantity"] for r in workload["totalRequests"]}
+    totals = {r["resource"]: r["value"]["quantity"] for r in workload["totalRequests"]}
     assert totals == {"cpu": "3", "memory": "768Mi"}
     conditions = {c["type"]: c for c in workload["conditions"]}
     assert conditions["QuotaReserved"]["status"] == "False"

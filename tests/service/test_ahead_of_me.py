@@ -42,9 +42,9 @@ query A($ns: String!, $name: String!) {
     queuePosition { visibility positionInClusterQueue positionInLocalQueue priority detail }
     aheadOfMe {
       inLocalQueue inClusterQueue
-      requestedAheadInLocalQueue { resource quantity }
-      requestedAheadInClusterQueue { resource quantity }
-      heldByAdmitted { flavor resource quantity }
+      requestedAheadInLocalQueue { resource value { quantity } }
+      requestedAheadInClusterQueue { resource value { quantity } }
+      heldByAdmitted { flavor resource value { quantity } }
       whyAheadInLocalQueue { higherPriority samePriorityEarlier samePriorityRequeued }
       whyAheadInClusterQueue { higherPriority samePriorityEarlier samePriorityRequeued }
       queueingStrategy ordering unavailable
@@ -242,9 +242,11 @@ async def test_counts_equal_the_visibility_api_and_names_stay_hidden(
     assert ahead["whyAheadInLocalQueue"] == {
         "higherPriority": 0, "samePriorityEarlier": 1, "samePriorityRequeued": 0
     }  # fmt: skip
-    assert ahead["requestedAheadInLocalQueue"] == [{"resource": "cpu", "quantity": "1"}]
+    assert ahead["requestedAheadInLocalQueue"] == [{"resource": "cpu", "value": {"quantity": "1"}}]
     assert ahead["requestedAheadInClusterQueue"] is None
-    assert ahead["heldByAdmitted"] == [{"flavor": "standard", "resource": "cpu", "quantity": "1"}]
+    assert ahead["heldByAdmitted"] == [
+        {"flavor": "standard", "resource": "cpu", "value": {"quantity": "1"}}
+    ]
     assert ahead["queueingStrategy"] == "BestEffortFIFO"
     assert "BestEffortFIFO" in ahead["ordering"]
     assert any("cache" in u for u in ahead["unavailable"])
@@ -271,7 +273,7 @@ async def test_policy_off_counts_only_from_the_callers_own_access(
     assert (ahead["inClusterQueue"], ahead["inLocalQueue"]) == _admin_positions(cluster)
     assert ahead["whyAheadInClusterQueue"] is None
     assert ahead["heldByAdmitted"] is None
-    assert ahead["requestedAheadInLocalQueue"] == [{"resource": "cpu", "quantity": "1"}]
+    assert ahead["requestedAheadInLocalQueue"] == [{"resource": "cpu", "value": {"quantity": "1"}}]
     assert len(ahead["unavailable"]) == 3
     assert ahead["startEstimate"]["releasesBy"] is None
     _no_other_tenant(body)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kueue_graphql.context import RequestLimits
+from kueue_graphql.graph.schema import QueryLimits
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
 
@@ -16,14 +17,20 @@ pytestmark = pytest.mark.cluster
 # The query below walks every object with every edge (each Job's Pods, each Workload's
 # diagnosis...): over the whole scenario set it needs more API calls than the default
 # per-request budget of 200 allows, which is the budget doing its job. This test is about the
-# fields, so its server allows more.
+# fields, so its server allows more; likewise its estimated cost (fields x page sizes) is above
+# the default 50,000 since amounts became `value { quantity amount }`.
 EVERY_FIELD_BUDGET = 2000
+EVERY_FIELD_COST = 100_000
 
 
 @pytest.fixture
 async def server(service_kubeconfig: Path) -> AsyncIterator[Server]:
     limits = RequestLimits(api_call_budget=EVERY_FIELD_BUDGET)
-    async with running_server(service_kubeconfig, request_limits=limits) as started:
+    async with running_server(
+        service_kubeconfig,
+        request_limits=limits,
+        query_limits=QueryLimits(max_cost=EVERY_FIELD_COST),
+    ) as started:
         yield started
 
 
@@ -32,13 +39,12 @@ OBJECT = (
     "events { reason message type count involvedObject { kind name } }"
 )
 
-# Amounts through the current `Quantity` fields and the deprecated flat ones they replaced
-# (answered until 0.3.0).
-QTY = "value { quantity amount } quantity amount"
-USAGE = (
-    "name totalValue { quantity amount } borrowedValue { quantity amount } "
-    "total totalAmount borrowed borrowedAmount"
-)
+# Amounts through the current `Quantity` fields; the ClusterQueues' and Nodes' also through the
+# deprecated flat ones they replaced (answered until 0.3.0; all of them everywhere would pass
+# the cost limit).
+QTY = "value { quantity amount }"
+USAGE = "name totalValue { quantity amount } borrowedValue { quantity amount }"
+OLD_USAGE = f"{USAGE} total totalAmount borrowed borrowedAmount"
 QUOTA = (
     "name nominalQuotaValue { quantity amount } borrowingLimitValue { quantity amount } "
     "lendingLimitValue { quantity amount } nominalQuota nominalQuotaAmount borrowingLimit "
@@ -94,8 +100,8 @@ EVERYTHING = f"""
       resourceGroups {{ coveredResources flavors {{ name flavor {{ name topologyName }}
         resources {{ {QUOTA} }} }} }}
       flavors {{ name nodeLabels nodeTaints {{ key value effect }} }}
-      flavorsReservation {{ name resources {{ {USAGE} }} }}
-      flavorsUsage {{ name resources {{ {USAGE} }} }}
+      flavorsReservation {{ name resources {{ {OLD_USAGE} }} }}
+      flavorsUsage {{ name resources {{ {OLD_USAGE} }} }}
       localQueues {{ name namespace }}
       workloads(first: 5) {{ nodes {{ name status }} pageInfo {{ hasNextPage endCursor }}
         totalCount }}
@@ -113,7 +119,7 @@ EVERYTHING = f"""
     children(first: 5) {{ nodes {{ name }} totalCount }}
     members(first: 5) {{ nodes {{ name }} totalCount }} raw events {{ reason }} }} }}
   namespaces(first: 100) {{ nodes {{ {OBJECT} phase localQueues {{ name }} }} }}
-  nodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource {QTY} }} }} }}
+  nodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource {QTY} quantity amount }} }} }}
   viewer {{ username uid groups extra }}
 }}
 """

@@ -76,7 +76,8 @@ async def test_flavor_to_queues_and_nodes(server: Server, cluster: Cluster) -> N
         """{ resourceFlavor(name: "gpu-a100") {
               nodeLabels tolerations { key operator effect }
               clusterQueues(first: 100) { nodes { name } }
-              nodes { name taints { key effect } allocatable { resource quantity amount } }
+              nodes { name taints { key effect }
+                      allocatable { resource value { quantity amount } } }
         } }""",
     )
     flavor = data["resourceFlavor"]
@@ -85,7 +86,7 @@ async def test_flavor_to_queues_and_nodes(server: Server, cluster: Cluster) -> N
     assert [n["name"] for n in flavor["nodes"]] == [n["metadata"]["name"] for n in nodes]
     (node,) = flavor["nodes"]
     gpus = {a["resource"]: a for a in node["allocatable"]}["example.com/gpu"]
-    assert (gpus["quantity"], gpus["amount"]) == ("4", "4")
+    assert (gpus["value"]["quantity"], gpus["value"]["amount"]) == ("4", "4")
     assert node["taints"] == [{"key": "example.com/gpu", "effect": "NoSchedule"}]
 
 

@@ -22,7 +22,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 WHAT_IF = """
 query WhatIf($pods: [WhatIfPodSetInput!]) {
   whatIf(namespace: "team-a", localQueue: "lq-research", podSets: $pods) {
-    verdict summary podSets { name requests { resource quantity } totalRequests { quantity } }
+    verdict summary
+    podSets { name requests { resource value { quantity } } totalRequests { value { quantity } } }
   }
 }
 """
