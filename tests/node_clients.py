@@ -53,7 +53,8 @@ async def bounded(argv: list[str], seconds: float, env: dict[str, str] | None = 
     try:
         out, err = await asyncio.wait_for(process.communicate(), seconds)
     except TimeoutError:
-        raise AssertionError(f"{' '.join(argv[:2])} did not finish within {seconds:.0f} s") from None
+        command = " ".join(argv[:2])
+        raise AssertionError(f"{command} did not finish within {seconds:.0f} s") from None
     finally:
         if process.returncode is None:  # timed out or cancelled: leave nothing behind
             with contextlib.suppress(ProcessLookupError):
