@@ -28,7 +28,7 @@ types: install ## mypy (strict) on the package
 contracts: install ## import-linter: layers flow one way
 	$(RUN) lint-imports
 
-test: lint types contracts cluster-build ## lint, types, layer contract, then every test (starts the control plane)
+test: lint types contracts cluster-build ## lint, types, layer contract, then every test (starts the control plane; npm ci of tests/node on first use)
 	$(RUN) pytest
 
 cluster-build: install ## build (or find cached) the control-plane and Kueue binaries
@@ -85,4 +85,4 @@ schema: install ## regenerate schema/schema.graphql from the code
 
 clean: ## remove local state (not the cached binaries)
 	-$(RUN) python -m tests.cluster down
-	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules
