@@ -12,6 +12,12 @@ without such a limit, or one the caller could not read, stands in the way.
 Per resource group, Kueue may assign any of its flavors, so the time is the earliest over the
 group's flavors at which every resource of the group is covered in that flavor, and the latest
 over the groups.
+
+A deadline is never answered in the past. A holder whose deadline has passed ("overrun") still
+holds its quota until its Pods have terminated (the Job controller fails an overrun Job, Kueue
+deactivates a Workload past its maximum execution time, and the quota is released only when
+the Pods are gone): it counts as a holder without a time, named as overrun with why it still
+holds quota.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ class Holder:
     """E.g. "maximumExecutionTimeSeconds 600 since admission at 2026-12-03T10:00:00Z"."""
     unknown_because: str = ""
     """Without a deadline: why its basis is unknown (e.g. its Job could not be read)."""
+    holds_because: str = ""
+    """Why it may still hold quota once its deadline has passed, as its objects say (e.g. "its
+    Job failed with DeadlineExceeded and its Pods are terminating")."""
 
 
 @dataclass(frozen=True)
@@ -107,40 +116,64 @@ def _time_for_flavor(
     flavor: str,
     missing: Mapping[str, Decimal],
     holders: Sequence[Holder],
+    now: datetime,
 ) -> tuple[datetime | None, list[Holder], str]:
     """The earliest time the flavor has `missing` of every resource freed, from holders with
-    a deadline (in deadline order); else why not."""
+    a deadline still ahead (in deadline order); else why not."""
     need = {res: value for res, value in missing.items() if value > 0}
     if not need:
         return None, [], "fits now"
+
+    def holds(holder: Holder) -> bool:
+        return any(holder.reserved.get((flavor, res), ZERO) > 0 for res in need)
+
     released = dict.fromkeys(need, ZERO)
     used: list[Holder] = []
-    timed = sorted((h for h in holders if h.releases_by is not None), key=lambda h: h.releases_by)  # type: ignore[arg-type,return-value]
-    for holder in timed:
-        if not any(holder.reserved.get((flavor, res), ZERO) > 0 for res in need):
+    ahead = [h for h in holders if h.releases_by is not None and h.releases_by > now]
+    for holder in sorted(ahead, key=_deadline):
+        if not holds(holder):
             continue
         used.append(holder)
         for res in need:
             released[res] += holder.reserved.get((flavor, res), ZERO)
         if all(released[res] >= need[res] for res in need):
             return holder.releases_by, used, ""
-    untimed = [
-        h
-        for h in holders
-        if h.releases_by is None and any(h.reserved.get((flavor, r), ZERO) > 0 for r in need)
-    ]
+    overrun = sorted(
+        (h for h in holders if h.releases_by is not None and h.releases_by <= now and holds(h)),
+        key=_deadline,
+    )
+    untimed = [h for h in holders if h.releases_by is None and holds(h)]
+    reasons = []
+    if overrun:
+        reasons.append(_overrun_reason(flavor, overrun))
     if untimed:
         unknown = sorted({h.unknown_because for h in untimed if h.unknown_because})
-        return (
-            None,
-            used,
-            (
-                f"{len(untimed)} admitted Workload(s) holding flavor {flavor} have neither "
-                "maximumExecutionTimeSeconds nor a Job activeDeadlineSeconds"
-                + (f" that can be read ({'; '.join(unknown)})" if unknown else "")
-            ),
+        reasons.append(
+            f"{len(untimed)} admitted Workload(s) holding flavor {flavor} have neither "
+            "maximumExecutionTimeSeconds nor a Job activeDeadlineSeconds"
+            + (f" that can be read ({'; '.join(unknown)})" if unknown else "")
         )
+    if reasons:
+        return None, used, "; ".join(reasons)
     return None, used, f"the admitted Workloads' quota in flavor {flavor} would not be enough"
+
+
+def _deadline(holder: Holder) -> datetime:
+    assert holder.releases_by is not None
+    return holder.releases_by
+
+
+def _overrun_reason(flavor: str, overrun: Sequence[Holder]) -> str:
+    holding = "; ".join(
+        f"{h.basis or 'its run-time limit'} ended at {_iso(_deadline(h))}"
+        + (f", and {h.holds_because}" if h.holds_because else "")
+        for h in overrun
+    )
+    return (
+        f"{len(overrun)} admitted Workload(s) holding flavor {flavor} are past their deadline "
+        f"and still hold quota ({holding}); Kueue releases it once their Pods have terminated, "
+        "which no object dates"
+    )
 
 
 def start_estimate(
@@ -151,10 +184,12 @@ def start_estimate(
     holders_complete: bool,
     incomplete_because: str = "",
     ahead: int | None = None,
+    now: datetime,
 ) -> StartEstimate:
     """`groups`: the flavors of each resource group the Workload needs, in order; `missing`:
     per (flavor, resource), how much more must be free than is free now (0 or absent: enough).
-    `holders_complete`: every admitted Workload of the ClusterQueue is among `holders`."""
+    `holders_complete`: every admitted Workload of the ClusterQueue is among `holders`.
+    `now`: deadlines at or before it are overrun, never answered."""
     if not holders_complete:
         return StartEstimate(None, f"no estimate: {incomplete_because}")
     latest: datetime | None = None
@@ -168,7 +203,7 @@ def start_estimate(
                 best = None
                 reasons = []
                 break  # this group fits now in this flavor
-            at, used, why = _time_for_flavor(flavor, need, holders)
+            at, used, why = _time_for_flavor(flavor, need, holders, now)
             if at is not None and (best is None or at < best[0]):
                 best = (at, used)
             elif at is None:

@@ -90,9 +90,11 @@ GRANULAR_PENDING_REASONS = frozenset(
 class WorkloadCondition(enum.StrEnum):
     """Workload condition types Kueue writes that the diagnosis reads by name (Kueue v0.17.0
     apis/kueue/v1beta2/workload_types.go: WorkloadEvicted, WorkloadPreempted,
-    WorkloadBlockedOnPreemptionGates). Kueue's words, not our `Code`s, even where spelled alike."""
+    WorkloadBlockedOnPreemptionGates, WorkloadDeactivationTarget). Kueue's words, not our
+    `Code`s, even where spelled alike."""
 
     EVICTED = "Evicted"
+    DEACTIVATION_TARGET = "DeactivationTarget"
     PREEMPTED = "Preempted"
     BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -42,6 +42,7 @@ from kueue_graphql.kueue.exact import (
     parse_quantity,
 )
 from kueue_graphql.kueue.podsets import total_needs, workload_requests
+from kueue_graphql.kueue.vocabulary import WorkloadCondition
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, quota_view
 from kueue_graphql.lookups.reader import KueueReader
 
@@ -155,7 +156,37 @@ def _holder(workload: JsonObject, job: JsonObject | None = None, unknown: str = 
         job_started_at=started,
         active_deadline_seconds=active_deadline,
     )
-    return Holder(reserved, at, f"one of yours: {basis}" if basis else "", "" if at else unknown)
+    return Holder(
+        reserved,
+        at,
+        f"one of yours: {basis}" if basis else "",
+        "" if at else unknown,
+        _still_holds_because(conditions, job),
+    )
+
+
+# Conditions that say a holder is on its way out; its quota is released once its Pods are gone.
+_LEAVING_WORKLOAD = (WorkloadCondition.DEACTIVATION_TARGET, WorkloadCondition.EVICTED)
+_LEAVING_JOB = ("FailureTarget", "Failed")  # batch/v1 JobConditionType
+
+
+def _still_holds_because(
+    workload_conditions: Sequence[Mapping[str, Any]], job: JsonObject | None
+) -> str:
+    """Why a holder past its deadline may still hold quota, from its own conditions."""
+    job_conditions = ((job or {}).get("status") or {}).get("conditions") or []
+    for kind, conditions, leaving in (
+        ("its Job", job_conditions, _LEAVING_JOB),
+        ("Kueue", workload_conditions, _LEAVING_WORKLOAD),
+    ):
+        for condition in conditions:
+            if condition.get("type") in leaving and condition.get("status") == "True":
+                reason = condition.get("reason") or condition.get("type")
+                return (
+                    f"{kind} set {condition.get('type')} ({reason}) at "
+                    f"{condition.get('lastTransitionTime')}: its Pods have not all terminated"
+                )
+    return "neither its Job nor Kueue has acted on the deadline yet"
 
 
 async def _start(
@@ -217,6 +248,7 @@ async def _start(
         incomplete_because=f"{others} admitted Workload(s) of other namespaces hold quota in "
         f"ClusterQueue {cq_name}; their run-time limits need the `cache` read mode",
         ahead=ahead,
+        now=datetime.now(UTC),
     )
 
 
