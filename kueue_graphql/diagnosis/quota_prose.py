@@ -8,6 +8,13 @@ from decimal import Decimal
 
 from kueue_graphql.diagnosis.blocking import code_group
 from kueue_graphql.diagnosis.context import Context
+from kueue_graphql.diagnosis.flavor_outcomes import (
+    PodSetQuota,
+    ceilings,
+    pod_set_quotas,
+    requested,
+    shortfalls,
+)
 from kueue_graphql.kueue.exact import format_quantity
 from kueue_graphql.kueue.messages import parse_taint
 from kueue_graphql.kueue.model import Forbidden, Number, QuotaReport, Reason, ReasonSource
@@ -71,11 +78,10 @@ def _q(value: Decimal, resource: str | None) -> str:
 
 def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -> str:
     first = reasons[0]
-    if first.code == Code.WAITING_FOR_QUOTA:
-        # The most severe quota reason speaks (KEP-10852's precedence): a later pod set that
-        # can never fit outweighs an earlier one that must wait.
-        first = next((r for r in reasons if r.code == Code.EXCEEDS_MAX_QUOTA), first)
-    res = first.resource
+    if first.code in (Code.EXCEEDS_MAX_QUOTA, Code.WAITING_FOR_QUOTA):
+        outcome = _quota_outcome(pod_set_quotas(reasons))
+        if outcome is not None:
+            return outcome
     causes = [
         r
         for r in reasons
@@ -89,13 +95,6 @@ def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -
             f"{first.message}; you may not read ClusterQueue {ctx.cq_name}, so the cause "
             "(its Active condition) is hidden from you: ask an admin"
         )
-    if first.code == Code.EXCEEDS_MAX_QUOTA:
-        req, cap = first.number("requested"), first.number("maximumCapacity")
-        if req is not None and cap is not None:
-            return (
-                f"needs {format_quantity(req, res)} {res} at once in flavor {first.flavor}, "
-                f"more than the {format_quantity(cap, res)} its ClusterQueue can ever provide"
-            )
     if first.code == Code.UNTOLERATED_FLAVOR_TAINT:
         taint = first.message.removeprefix("untolerated taint ").rsplit(" in flavor ", 1)[0]
         parsed = parse_taint(taint)
@@ -104,11 +103,34 @@ def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -
             f"no flavor can be assigned: flavor {first.flavor} is for nodes tainted {shown} "
             "and the Pod template does not tolerate that taint"
         )
-    if first.code == Code.WAITING_FOR_QUOTA:
-        more = first.number("moreNeeded")
-        if more is not None:
-            return (
-                f"waits for quota: {format_quantity(more, res)} more {res} must be free "
-                f"in flavor {first.flavor}"
-            )
     return first.message
+
+
+def _quota_outcome(pod_sets: Sequence[PodSetQuota]) -> str | None:
+    """The most severe pod set speaks (KEP-10852's precedence): one that can never fit in any
+    flavor Kueue tried outweighs one that must wait; every tried flavor is named."""
+    never = next((p for p in pod_sets if p.never_fits), None)
+    if never is not None:
+        if any(r.number("maximumCapacity") is None for r in never.exceeded):
+            return None
+        if len(never.exceeded) == 1:
+            r = never.exceeded[0]
+            req, cap = r.number("requested"), r.number("maximumCapacity")
+            if req is None or cap is None:
+                return None
+            return (
+                f"needs {_q(req, r.resource)} {r.resource} at once in flavor {r.flavor}, "
+                f"more than the {_q(cap, r.resource)} its ClusterQueue can ever provide"
+            )
+        asked = requested(never.exceeded)
+        return (
+            f"needs {asked or 'more'} at once, more than its ClusterQueue can ever provide in "
+            f"any flavor Kueue tried (at most {ceilings(never.exceeded)})"
+        )
+    waits = next((p for p in pod_sets if p.waiting), None)
+    if waits is None or any(r.number("moreNeeded") is None for r in waits.waiting):
+        return None
+    text = f"waits for quota: {shortfalls(waits.waiting)}"
+    if waits.exceeded and all(r.number("maximumCapacity") is not None for r in waits.exceeded):
+        text += f" (never enough in the other flavors: at most {ceilings(waits.exceeded)})"
+    return text

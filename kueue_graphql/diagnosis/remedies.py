@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from kueue_graphql.diagnosis.flavor_outcomes import ceilings, pod_set_quotas, requested
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.kueue.exact import ZERO, format_quantity
 from kueue_graphql.kueue.messages import parse_taint
@@ -106,14 +107,23 @@ class _Case:
 
 def _exceeds_max_quota(c: _Case) -> Iterator[str]:
     r, cq, res = c.r, c.cq, c.r.resource
+    pod_set = next(p for p in pod_set_quotas(c.d.reasons) if p.pod_set == r.pod_set)
+    if not pod_set.never_fits:
+        return  # another flavor Kueue tried only waits for quota: its remedy speaks
     line = _line(c.d, r.flavor, r.resource)
     req, cap = r.number("requested"), r.number("maximumCapacity")
+    if len(pod_set.exceeded) == 1:
+        cannot = f"can never provide more than {_q(cap, res)} in flavor {r.flavor}"
+        asked = f"{_q(req, res)} {res}"
+    else:
+        cannot = (
+            f"can never provide it in any flavor it tried (at most {ceilings(pod_set.exceeded)})"
+        )
+        asked = requested(pod_set.exceeded) or "more"
     yield (
-        f"Shrink the request: the Workload needs {_q(req, res)} {res} at once but "
-        f"ClusterQueue {cq} can never provide more than {_q(cap, res)} in flavor "
-        f"{r.flavor} "
-        "(Kueue admits all Pods of a Workload together: fewer parallel Pods or smaller "
-        "per-Pod requests)."
+        f"Shrink the request: the Workload needs {asked} at once but ClusterQueue {cq} "
+        f"{cannot} (Kueue admits all Pods of a Workload together: fewer parallel Pods or "
+        "smaller per-Pod requests)."
     )
     yield "Or submit to a LocalQueue whose ClusterQueue has more quota."
     if line is not None and line.borrowing_limit is not None:
