@@ -105,7 +105,8 @@ class WhatIfFlavorAttempt:
         default=None,
         description="Kueue's borrowing level (FlavorAssignmentAttempt.Borrow): 0 when the "
         "ClusterQueue's own quota takes the request, else the height of the lowest cohort "
-        "subtree whose quota does (1: the queue's cohort, counted from the leaves). Kueue "
+        "subtree whose quota does, counted from the leaves (a cohort of ClusterQueues only is "
+        "1, its parent 2). Kueue "
         "prefers the lower level among flavors (flavorFungibility). Null when not computed "
         "(the flavor cannot take the Pods, the cohort is unreadable) or quota figures are not "
         "disclosed to you.",
@@ -117,8 +118,9 @@ class WhatIfResourceGroup:
     pod_set: str
     resources: list[str]
     flavor: str | None = strawberry.field(
-        description="FITS_NOW: the flavor assigned now. MUST_WAIT: the first flavor waiting can "
-        "give. Null when none can."
+        description="FITS_NOW: the flavor assigned now. MUST_WAIT: the flavor Kueue would "
+        "preempt or wait in (its preferred attempt, else the first where waiting can give). "
+        "Null when none can."
     )
     verdict: Verdict
     limited_by: str | None

@@ -112,7 +112,8 @@ class GroupAssignment:
     pod_set: str
     resources: tuple[str, ...]
     flavor: str | None
-    """FITS_NOW: the flavor Kueue assigns now. MUST_WAIT: the first flavor waiting can give."""
+    """FITS_NOW: the flavor Kueue assigns now. MUST_WAIT: the flavor it would preempt or wait in
+    (its preferred attempt, else the first where waiting can give)."""
     verdict: Verdict
     limited_by: str | None
     borrows: bool
