@@ -90,6 +90,16 @@ class WhatIfFlavorAttempt:
     verdict: Verdict
     borrows: bool
     reasons: list[str] = strawberry.field(description="Kueue's words; empty when it fits now.")
+    borrowing_level: int | None = strawberry.field(
+        default=None,
+        description="Kueue's borrowing level (FlavorAssignmentAttempt.Borrow): 0 when the "
+        "ClusterQueue's own quota takes the request, else the height of the lowest cohort "
+        "subtree whose quota does, counted from the leaves (a cohort of ClusterQueues only is "
+        "1, its parent 2). Kueue "
+        "prefers the lower level among flavors (flavorFungibility). Null when not computed "
+        "(the flavor cannot take the Pods, the cohort is unreadable) or quota figures are not "
+        "disclosed to you.",
+    )
 
 
 @strawberry.type(description="One resource group of one pod set: the flavor Kueue would assign.")
@@ -97,8 +107,9 @@ class WhatIfResourceGroup:
     pod_set: str
     resources: list[str]
     flavor: str | None = strawberry.field(
-        description="FITS_NOW: the flavor assigned now. MUST_WAIT: the first flavor waiting can "
-        "give. Null when none can."
+        description="FITS_NOW: the flavor assigned now. MUST_WAIT: the flavor Kueue would "
+        "preempt or wait in (its preferred attempt, else the first where waiting can give). "
+        "Null when none can."
     )
     verdict: Verdict
     limited_by: str | None
@@ -107,6 +118,10 @@ class WhatIfResourceGroup:
         description="Kueue would try to preempt lower-priority Workloads (not simulated here)."
     )
     attempts: list[WhatIfFlavorAttempt]
+    borrowing_level: int | None = strawberry.field(
+        default=None,
+        description="The borrowing level in `flavor`, as in its attempt; null without a flavor.",
+    )
     preempts: int = strawberry.field(
         default=0,
         description="MUST_WAIT in `flavor`: Kueue would preempt this many admitted Workloads of "
@@ -209,12 +224,14 @@ class WhatIf:
                         may_preempt=g.may_preempt,
                         preempts_first_in=g.preempts_first_in,
                         preempts=g.preempts,
+                        borrowing_level=g.borrowing_level,
                         attempts=[
                             WhatIfFlavorAttempt(
                                 flavor=a.flavor,
                                 verdict=a.verdict,
                                 borrows=a.borrows,
                                 reasons=list(a.reasons),
+                                borrowing_level=a.borrowing_level,
                             )
                             for a in g.attempts
                         ],
@@ -373,8 +390,9 @@ query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetIn
       name count
       requests { resource value { quantity } } totalRequests { resource value { quantity } }
       resourceGroups {
-        resources flavor verdict limitedBy borrows mayPreempt preemptsFirstIn preempts
-        attempts { flavor verdict borrows reasons }
+        resources flavor verdict limitedBy borrows borrowingLevel mayPreempt preemptsFirstIn
+        preempts
+        attempts { flavor verdict borrows borrowingLevel reasons }
       }
     }
     quota {

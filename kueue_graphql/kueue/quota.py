@@ -12,6 +12,9 @@ A faithful port of Kueue v0.17.0's hierarchical resource nodes
 - potentialAvailable(node) = localQuota + potentialAvailable(parent), capped by
   SubtreeQuota + borrowingLimit. A request above that is "maximum capacity" and never fits.
 
+The tree also offers the walk of Kueue's hierarchical preemption (BorrowingWith, LocalAvailable,
+PathParentToRoot, getNodeHeight, removeUsage) for whatIf's borrowing level.
+
 The inputs are only what the caller could read. A cohort member we could not read makes the
 cohort figures unknown rather than wrong.
 """
@@ -241,8 +244,70 @@ class CohortTree:
             result = min(node.subtree.get(fr, ZERO) + quota.borrowing_limit, result)
         return result
 
+    # -- the walk of Kueue's hierarchical preemption (FindHeightOfLowestSubtreeThatFits) -------
 
-@exact_arithmetic
+    @staticmethod
+    def cluster_queue_node(cq_name: str) -> str:
+        """The node key of a ClusterQueue, for the methods below."""
+        return "cq/" + cq_name
+
+    def has_parent(self, key: str) -> bool:
+        return self._nodes[key].parent is not None
+
+    def path_parent_to_root(self, cq_name: str) -> list[str]:
+        """ClusterQueueSnapshot.PathParentToRoot: the queue's cohorts, its own first."""
+        out: list[str] = []
+        parent = self._nodes["cq/" + cq_name].parent
+        while parent is not None and parent not in out:
+            out.append(parent)
+            parent = self._nodes[parent].parent
+        return out
+
+    @exact_arithmetic
+    def borrowing_with(self, key: str, fr: FlavorResource, value: Decimal) -> bool:
+        """BorrowingWith: the node's usage plus `value` exceeds its SubtreeQuota (a
+        ClusterQueue's nominal quota)."""
+        node = self._nodes[key]
+        return node.usage.get(fr, ZERO) + value > node.subtree.get(fr, ZERO)
+
+    def local_available(self, key: str, fr: FlavorResource) -> Decimal:
+        """LocalAvailable: quota kept from the parent (lendingLimit) and not used."""
+        return self._local_available(self._nodes[key], fr)
+
+    def height(self, key: str) -> int:
+        """getNodeHeight: the distance to the furthest leaf (a ClusterQueue's is 0, a cohort
+        with children at least 1)."""
+        return self._height(key, set())
+
+    def _height(self, key: str, seen: set[str]) -> int:
+        seen.add(key)
+        node = self._nodes[key]
+        out = min(len(node.children), 1)
+        for child in node.children:
+            if self._nodes[child].is_cohort and child not in seen:
+                out = max(out, self._height(child, seen) + 1)
+        return out
+
+    @exact_arithmetic
+    def without_usage(self, cq_name: str, fr: FlavorResource, value: Decimal) -> CohortTree:
+        """A copy where the queue uses `value` less of `fr` (removeUsage, as the snapshot's
+        SimulateWorkloadRemoval does): the part it stored in its cohort leaves the cohort too."""
+        copy = object.__new__(CohortTree)
+        copy._nodes = {k: replace(n, usage=dict(n.usage)) for k, n in self._nodes.items()}
+        key: str | None = "cq/" + cq_name
+        seen: set[str] = set()
+        while key is not None and key not in seen and value > 0:
+            seen.add(key)
+            node = copy._nodes[key]
+            stored_in_parent = node.usage.get(fr, ZERO) - self._local(node, fr)
+            node.usage[fr] = node.usage.get(fr, ZERO) - value
+            if stored_in_parent <= 0:
+                break
+            value = min(value, stored_in_parent)
+            key = node.parent
+        return copy
+
+
 @exact_arithmetic
 def _assigned(requests: Sequence[PodSetRequest]) -> dict[FlavorResource, Decimal]:
     out: dict[FlavorResource, Decimal] = {}
@@ -273,7 +338,6 @@ def cohort_tree(
     return CohortTree([*others, cluster_queue], cohorts)
 
 
-@exact_arithmetic
 @exact_arithmetic
 def quota_line(
     cluster_queue: KubeObject,

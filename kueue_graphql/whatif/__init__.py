@@ -5,7 +5,11 @@ Laid out as Kueue v0.17.0 lays out its scheduler, so it can be reviewed file aga
 - `model`: the Workload-to-be (pod sets), what the answer may look at, and the answer;
 - `job`: a batch/v1 Job's pod sets (pkg/controller/jobs/job);
 - `gates`: the queue checks that hold every Workload (workload controller, `nominate`);
-- `flavorassigner`: pkg/scheduler/flavorassigner/flavorassigner.go;
+- `flavorassigner`: pkg/scheduler/flavorassigner/flavorassigner.go (`findFlavorForPodSets`,
+  `checkFlavorForPodSets`, `fitsResourceQuota`);
+- `modes`: its granular assignment mode (`granularMode`, `isPreferred`, `shouldTryNextFlavor`);
+- `borrowing`: the borrowing level (preemption/classical/hierarchical_preemption.go
+  `FindHeightOfLowestSubtreeThatFits`);
 - `preemption`: pkg/scheduler/preemption (within the ClusterQueue);
 - `scheduler`: the cycle for one Workload (pkg/scheduler/scheduler.go), `what_if`;
 - `disclosure`: the answer without quota figures;

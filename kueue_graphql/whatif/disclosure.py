@@ -1,5 +1,6 @@
 """whatIf's answer without quota figures, for callers the disclosure policy shows no numbers:
-Kueue's messages with every figure cut off, reasons without their numbers."""
+Kueue's messages with every figure cut off, reasons without their numbers, and no borrowing
+level (it tells how far up the cohort tree quota is left)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ def outcome_without_numbers(outcome: PodSetOutcome) -> PodSetOutcome:
     groups = tuple(
         replace(
             g,
+            borrowing_level=None,
             attempts=tuple(
-                replace(a, reasons=tuple(strip_numbers(r) for r in a.reasons)) for a in g.attempts
+                replace(a, reasons=tuple(strip_numbers(r) for r in a.reasons), borrowing_level=None)
+                for a in g.attempts
             ),
         )
         for g in outcome.groups

@@ -13,15 +13,23 @@ a topology request (TAS off), with the FlavorFungibility gate on (its default si
   affinity, reduced to the label keys the group's flavors use (`flavorSelector`), must match the
   flavor's `nodeLabels`;
 - then each resource of the group in that flavor against quota (`fitsResourceQuota`): above
-  the maximum capacity (PotentialAvailable) no fit ever; within Available a fit (borrowing
-  when usage + request > nominal); in between a wait, where Kueue may also simulate
-  preemption (request <= nominal, reclaim within the cohort, or borrowWithinCohort);
-- the search stops at the first flavor that fits unless `flavorFungibility` says
-  TryNextFlavor (whenCanBorrow for a fit that borrows, whenCanPreempt for one that needs
-  preemption; `shouldTryNextFlavor`); otherwise the preferred attempt wins (`isPreferred`:
-  BorrowingOverPreemption by default, or `flavorFungibility.preference`
-  PreemptionOverBorrowing; borrowing as yes/no, not Kueue's level in the cohort tree);
+  the maximum capacity (PotentialAvailable) noFit; else its borrowing level (whatif.borrowing,
+  `FindHeightOfLowestSubtreeThatFits`); within Available fit; in between Kueue simulates
+  preemption when the request is within nominal quota, when quota lent beyond the subtree that
+  would hold it may be reclaimed, or under borrowWithinCohort (`SimulatePreemption`: targets
+  within the ClusterQueue found here give preempt, at the level once they are removed; none
+  give noPreemptionCandidates), else noFit;
+- the flavor's mode is the least preferred of its resources' (`representativeMode`), its level
+  the highest (`maxBorrow`); the search stops at the first flavor `shouldTryNextFlavor` does
+  not pass on, else keeps the preferred one (`isPreferred`: by preemption mode then borrowing
+  level, or by level first under `flavorFungibility.preference: PreemptionOverBorrowing`);
+  the modes are whatif.modes;
 - earlier pod sets' usage counts against later ones ("previously considered podsets").
+
+Where it differs: the resources are taken in name order (Kueue ranges over a map) and, past a
+noFit for lack of unused quota, the other resources are still checked so every reason is shown
+(the mode stays noFit); reclaiming within the cohort is not simulated (no candidates); a flavor
+whose figures cannot be read (unreadable cohort or ResourceFlavors) ranks as noFit, UNKNOWN.
 
 The quota arithmetic is kueue.quota's, shared with the diagnosis (`quota_line` over
 `CohortTree`), and the messages are the ones Kueue writes, so they parse back
@@ -46,6 +54,7 @@ from kueue_graphql.kueue.quota import (
     quotas_of,
 )
 from kueue_graphql.kueue.scheduling import expression_matches, tolerates
+from kueue_graphql.whatif.borrowing import level_after_preemption, lowest_subtree_that_fits
 from kueue_graphql.whatif.model import (
     RANK,
     ZERO,
@@ -54,7 +63,15 @@ from kueue_graphql.whatif.model import (
     ProposedPodSet,
     WhatIfInput,
 )
-from kueue_graphql.whatif.preemption import count_targets, preemption_policy
+from kueue_graphql.whatif.modes import (
+    BEST,
+    WORST,
+    GranularMode,
+    PreemptionMode,
+    is_preferred,
+    should_try_next_flavor,
+)
+from kueue_graphql.whatif.preemption import preemption_policy, preemption_targets
 
 __all__ = ["UNFIT_FLAVOR_LIMITED_BY", "FlavorAssigner", "go_taint", "pod_set_requests"]
 
@@ -143,37 +160,41 @@ def _flavor_mismatch(
     return None
 
 
+@dataclass(frozen=True)
+class _ResourceFit:
+    """What `fitsResourceQuota` returns for one resource (plus the line's verdict)."""
+
+    verdict: Verdict
+    mode: PreemptionMode
+    level: int | None
+    """The borrowing level; None when the cohort could not be read."""
+    borrows: bool
+    may_preempt: bool
+    message: str
+
+
 @dataclass
 class _Attempt:
+    """One flavor tried for a resource group (Kueue's FlavorAssignmentAttempt)."""
+
     flavor: str
     verdict: Verdict
+    mode: GranularMode = BEST
+    """`representativeMode`: the least preferred mode among the group's resources."""
+    level: int | None = 0
+    """`maxBorrow`: the highest borrowing level among the resources; None: not known."""
     borrows: bool = False
     may_preempt: bool = False
-    simulates: bool = False
-    """Kueue simulates preemption here (request within nominal, reclaim possible, or
-    borrowWithinCohort), whatever the policies: no candidates is then its noPreemptionCandidates
-    mode, which `isPreferred` ranks above noFit."""
     limited_by: str | None = None
     reasons: list[str] = field(default_factory=list)
-    lines: dict[FlavorResource, QuotaLine] = field(default_factory=dict)
     preempts: int = 0
-
-
-def _mode(attempt: _Attempt) -> int:
-    """Kueue's preemptionMode as a rank: fit 3, preempt 2, noPreemptionCandidates 1, noFit 0."""
-    if attempt.verdict is Verdict.FITS_NOW:
-        return 3
-    if attempt.verdict is Verdict.MUST_WAIT and attempt.preempts:
-        return 2
-    if attempt.verdict is Verdict.MUST_WAIT and (attempt.may_preempt or attempt.simulates):
-        return 1
-    return 0
 
 
 class FlavorAssigner:
     def __init__(self, inp: WhatIfInput, cluster_queue: KubeObject) -> None:
         self.inp = inp
         self.cq = cluster_queue
+        self.cq_name = name(cluster_queue)
         flavors = known(inp.resource_flavors)
         self.flavors: dict[str, KubeObject] = (
             {name(f): f for f in flavors} if flavors is not None else {}
@@ -196,25 +217,26 @@ class FlavorAssigner:
         return preemption_policy(self.cq, key)
 
     def _can_preempt_while_borrowing(self) -> bool:
+        """`canPreemptWhileBorrowing` (fair sharing off)."""
         policy = text(self.cq, "spec", "preemption", "borrowWithinCohort", "policy")
         return policy not in (None, "Never")
 
     @exact_arithmetic
-    def _fits(self, fr: FlavorResource, request: Decimal) -> tuple[Verdict, bool, bool, bool, str]:
-        """fitsResourceQuota: (verdict, borrows, may preempt, simulates preemption, Kueue's
-        message or "")."""
+    def _fits(self, fr: FlavorResource, request: Decimal) -> _ResourceFit:
+        """`fitsResourceQuota`: the preemption mode and borrowing level of one resource in one
+        flavor, with Kueue's message when it does not fit now."""
         flavor, res = fr
         assumed = self.assumed.get(fr, ZERO)
         value = assumed + request
         line = quota_line(self.cq, self.tree, fr, value)
         self.lines[fr] = line
         nominal = self.quotas[fr].nominal if fr in self.quotas else ZERO
-        borrows = self.cohort is not None and line.reserved + value > nominal
         if line.verdict is Verdict.NEVER_FITS:
             cap = line.maximum_capacity if line.maximum_capacity is not None else ZERO
-            return (
+            return _ResourceFit(
                 Verdict.NEVER_FITS,
-                False,
+                PreemptionMode.NO_FIT,
+                0,
                 False,
                 False,
                 f"insufficient quota for {res} in flavor {flavor}, previously considered "
@@ -222,41 +244,81 @@ class FlavorAssigner:
                 f"({format_quantity(request, res)}) > maximum capacity "
                 f"({format_quantity(cap, res)})",
             )
+        if self.tree is not None:
+            level, may_reclaim = lowest_subtree_that_fits(self.tree, self.cq_name, fr, value)
+            level_known: int | None = level
+            borrows = level > 0
+        else:
+            # Cohort members unreadable: whether it borrows is known, not from how high up.
+            level_known, may_reclaim = None, False
+            borrows = self.cohort is not None and line.reserved + value > nominal
         if line.verdict is Verdict.FITS_NOW:
-            return Verdict.FITS_NOW, borrows, False, False, ""
+            return _ResourceFit(line.verdict, PreemptionMode.FIT, level_known, borrows, False, "")
         if line.verdict is Verdict.UNKNOWN:
-            return Verdict.UNKNOWN, borrows, False, False, ""
+            return _ResourceFit(
+                line.verdict, PreemptionMode.NO_FIT, level_known, borrows, False, ""
+            )
         available = line.available_now if line.available_now is not None else ZERO
-        # Kueue simulates preemption when the request fits its nominal quota, when reclaiming
-        # within the cohort may help (the request fits some subtree without borrowing beyond
-        # it: approximated by "not borrowing at all"), or when borrowWithinCohort allows it.
-        # With every preemption policy at Never (the default) that finds no candidates.
-        may_reclaim = self.cohort is not None and not borrows
+        message = (
+            f"insufficient unused quota for {res} in flavor {flavor}, "
+            f"{format_quantity(value - available, res)} more needed"
+        )
+        while_borrowing = self._can_preempt_while_borrowing()
+        if not (value <= nominal or may_reclaim or while_borrowing):
+            return _ResourceFit(
+                line.verdict, PreemptionMode.NO_FIT, level_known, borrows, False, message
+            )
+        # Kueue simulates preemption (`SimulatePreemption`): within the ClusterQueue here;
+        # reclaiming within the cohort is not simulated, so it finds no candidates.
         may_preempt = (
             (value <= nominal and self._policy("withinClusterQueue") != "Never")
             or (may_reclaim and self._policy("reclaimWithinCohort") != "Never")
-            or self._can_preempt_while_borrowing()
+            or while_borrowing
         )
-        simulates = value <= nominal or may_reclaim or self._can_preempt_while_borrowing()
-        return (
-            Verdict.MUST_WAIT,
-            borrows,
-            may_preempt,
-            simulates,
-            f"insufficient unused quota for {res} in flavor {flavor}, "
-            f"{format_quantity(value - available, res)} more needed",
+        targets = (
+            preemption_targets(
+                self.cq,
+                flavor,
+                {res: value},
+                self.lines,
+                self.quotas,
+                self.inp.candidates,
+                self.inp.priority,
+            )
+            if may_preempt
+            else []
+        )
+        if not targets or self.tree is None:
+            return _ResourceFit(
+                line.verdict,
+                PreemptionMode.NO_PREEMPTION_CANDIDATES,
+                level_known,
+                borrows,
+                may_preempt,
+                message,
+            )
+        after = level_after_preemption(self.tree, self.cq_name, fr, value, targets)
+        return _ResourceFit(
+            line.verdict, PreemptionMode.PREEMPT, after, after > 0, may_preempt, message
         )
 
     def _try_flavor(
         self, flavor_name: str, ps: ProposedPodSet, group: _Group, requests: Mapping[str, Decimal]
     ) -> _Attempt:
+        """`checkFlavorForPodSets`, then `fitsResourceQuota` per resource of the group; the
+        attempt's mode is the least preferred of its resources' (`isPreferred`)."""
         if self.flavors_known:
             mismatch = _flavor_mismatch(
                 flavor_name, self.flavors, ps, _label_keys(group, self.flavors)
             )
             if mismatch is not None:
                 return _Attempt(
-                    flavor_name, Verdict.NEVER_FITS, limited_by=mismatch[0], reasons=[mismatch[1]]
+                    flavor_name,
+                    Verdict.NEVER_FITS,
+                    mode=WORST,
+                    level=None,
+                    limited_by=mismatch[0],
+                    reasons=[mismatch[1]],
                 )
         attempt = _Attempt(flavor_name, Verdict.FITS_NOW)
         if not self.flavors_known:
@@ -265,98 +327,74 @@ class FlavorAssigner:
             attempt.limited_by = "FLAVORS_NOT_READABLE"
         for res in sorted(requests):
             fr = (flavor_name, res)
-            verdict, borrows, may_preempt, simulates, message = self._fits(fr, requests[res])
-            attempt.borrows = attempt.borrows or borrows
-            attempt.may_preempt = attempt.may_preempt or may_preempt
-            attempt.simulates = attempt.simulates or simulates
-            if message:
-                attempt.reasons.append(message)
-            if RANK[verdict] < RANK[attempt.verdict]:
-                attempt.verdict = verdict
+            fit = self._fits(fr, requests[res])
+            mode = GranularMode(
+                fit.mode, fit.level if fit.level is not None else WORST.borrowing_level
+            )
+            if is_preferred(attempt.mode, mode, self.fungibility):
+                attempt.mode = mode
+            attempt.level = (
+                None
+                if fit.level is None or attempt.level is None
+                else max(attempt.level, fit.level)
+            )
+            attempt.borrows = attempt.borrows or fit.borrows
+            attempt.may_preempt = attempt.may_preempt or fit.may_preempt
+            if fit.message:
+                attempt.reasons.append(fit.message)
+            if RANK[fit.verdict] < RANK[attempt.verdict]:
+                attempt.verdict = fit.verdict
                 attempt.limited_by = self.lines[fr].limited_by
-            if verdict is Verdict.NEVER_FITS:
+            if fit.verdict is Verdict.NEVER_FITS:
                 break  # "The flavor doesn't fit, no need to check other resources."
+        if attempt.verdict is Verdict.UNKNOWN:
+            attempt.mode = WORST  # undecided here: never chosen over a flavor that is decided
         if attempt.verdict is Verdict.MUST_WAIT and attempt.may_preempt:
-            attempt.preempts = count_targets(
-                self.cq,
-                flavor_name,
-                requests,
-                self.lines,
-                self.quotas,
-                self.inp.candidates,
-                self.inp.priority,
+            # How many Workloads Kueue would evict for the whole group in this flavor.
+            attempt.preempts = len(
+                preemption_targets(
+                    self.cq,
+                    flavor_name,
+                    requests,
+                    self.lines,
+                    self.quotas,
+                    self.inp.candidates,
+                    self.inp.priority,
+                )
             )
         return attempt
 
-    def _should_try_next(self, attempt: _Attempt) -> bool:
-        # shouldTryNextFlavor: noFit and noPreemptionCandidates always go on to the next flavor,
-        # whatever whenCanPreempt says; only a preemption whose simulation finds candidates
-        # may stop the search there. Candidates are simulated over the admitted Workloads the
-        # caller may read; other tenants' are not seen, so where these find none the search
-        # goes on, and `preempts_first_in` says where Kueue would stop if it found some.
-        if attempt.verdict is Verdict.MUST_WAIT and attempt.preempts:
-            return bool(self.fungibility.get("whenCanPreempt", "TryNextFlavor") == "TryNextFlavor")
-        if attempt.verdict is not Verdict.FITS_NOW:
-            return True
-        return attempt.borrows and self.fungibility.get("whenCanBorrow") == "TryNextFlavor"
-
     def _stops_to_preempt(self, attempt: _Attempt) -> bool:
-        """Kueue would stop at this flavor if its preemption simulation found candidates."""
+        """Kueue would stop at this flavor if its preemption simulation found candidates there:
+        `shouldTryNextFlavor` false for a preempt mode at the attempt's borrowing level.
+        Candidates are simulated over the admitted Workloads the caller may read; other
+        tenants' are not seen, so where these find none the search goes on."""
         return (
-            attempt.verdict is Verdict.MUST_WAIT
+            attempt.mode.preemption_mode is PreemptionMode.NO_PREEMPTION_CANDIDATES
             and attempt.may_preempt
-            and self.fungibility.get("whenCanPreempt", "TryNextFlavor") != "TryNextFlavor"
+            and attempt.level is not None
+            and not should_try_next_flavor(
+                GranularMode(PreemptionMode.PREEMPT, attempt.level), self.fungibility
+            )
         )
-
-    def _preferred(self, a: _Attempt, b: _Attempt | None) -> bool:
-        """isPreferred: BorrowingOverPreemption (the default) ranks fit over preemption, then
-        less borrowing; PreemptionOverBorrowing ranks less borrowing first, then the preemption
-        mode (fit, preempt, noPreemptionCandidates). Borrowing is known as yes/no, not as
-        Kueue's level in the cohort tree."""
-        if self.fungibility.get("preference") == "PreemptionOverBorrowing":
-            mode_a, mode_b = _mode(a), _mode(b) if b is not None else 0
-            if mode_a == 0:
-                return False
-            if b is None or mode_b == 0:
-                return True
-            if a.borrows != b.borrows:
-                return not a.borrows
-            return mode_a > mode_b
-        usable_a = a.verdict is Verdict.FITS_NOW or (
-            a.verdict is Verdict.MUST_WAIT and a.may_preempt
-        )
-        if not usable_a:
-            return False
-        if b is None:
-            return True
-        if a.verdict is not b.verdict:
-            return a.verdict is Verdict.FITS_NOW
-        if bool(a.preempts) != bool(b.preempts):
-            return bool(a.preempts)  # Preempt mode (targets found) over NoFit
-        return not a.borrows and b.borrows
 
     @exact_arithmetic
     def assign_group(
         self, ps: ProposedPodSet, group: _Group, requests: Mapping[str, Decimal]
     ) -> GroupAssignment:
+        """`findFlavorForPodSets`: the group's flavors in order, stopping where
+        `shouldTryNextFlavor` says so, else the most preferred attempt (`isPreferred`)."""
         attempts: list[_Attempt] = []
         best: _Attempt | None = None
         for flavor_name in group.flavors:
             attempt = self._try_flavor(flavor_name, ps, group, requests)
             attempts.append(attempt)
-            if attempt.verdict is Verdict.NEVER_FITS and attempt.limited_by in (
-                "FLAVOR_NOT_FOUND",
-                "FLAVOR_TAINT",
-                "FLAVOR_NODE_AFFINITY",
-            ):
+            if attempt.limited_by in UNFIT_FLAVOR_LIMITED_BY:
                 continue
-            usable = attempt.verdict is Verdict.FITS_NOW or (
-                attempt.verdict is Verdict.MUST_WAIT and attempt.may_preempt
-            )
-            if usable and not self._should_try_next(attempt):
+            if not should_try_next_flavor(attempt.mode, self.fungibility):
                 best = attempt
                 break
-            if self._preferred(attempt, best):
+            if is_preferred(attempt.mode, best.mode if best else WORST, self.fungibility):
                 best = attempt
         chosen = best
         preempts_first_in = None
@@ -394,9 +432,16 @@ class FlavorAssigner:
             preempts_first_in=preempts_first_in,
             preempts=chosen.preempts if chosen is not None and verdict is Verdict.MUST_WAIT else 0,
             attempts=tuple(
-                FlavorAttempt(a.flavor, a.verdict, a.borrows, tuple(sorted(a.reasons)))
+                FlavorAttempt(
+                    a.flavor,
+                    a.verdict,
+                    a.borrows,
+                    tuple(sorted(a.reasons)),
+                    borrowing_level=a.level,
+                )
                 for a in attempts
             ),
+            borrowing_level=chosen.level if flavor is not None and chosen is not None else None,
         )
 
 

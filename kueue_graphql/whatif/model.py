@@ -99,6 +99,10 @@ class FlavorAttempt:
     borrows: bool
     reasons: tuple[str, ...]
     """Kueue's words for why it does not fit now (empty when it fits)."""
+    borrowing_level: int | None = None
+    """Kueue's FlavorAssignmentAttempt.Borrow: 0 within the ClusterQueue's own quota, else the
+    height of the lowest cohort subtree that holds the quota (whatif.borrowing); None when not
+    computed (the flavor cannot take the Pods, or the cohort could not be read)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,8 @@ class GroupAssignment:
     pod_set: str
     resources: tuple[str, ...]
     flavor: str | None
-    """FITS_NOW: the flavor Kueue assigns now. MUST_WAIT: the first flavor waiting can give."""
+    """FITS_NOW: the flavor Kueue assigns now. MUST_WAIT: the flavor it would preempt or wait in
+    (its preferred attempt, else the first where waiting can give)."""
     verdict: Verdict
     limited_by: str | None
     borrows: bool
@@ -118,6 +123,8 @@ class GroupAssignment:
     preempts_first_in: str | None = None
     """FITS_NOW in `flavor`, but an earlier flavor where Kueue stops to preempt instead when it
     finds admitted Workloads of lower priority there (whenCanPreempt: MayStopSearch)."""
+    borrowing_level: int | None = None
+    """The borrowing level in `flavor` (FlavorAttempt.borrowing_level); None without a flavor."""
     preempts: int = 0
     """MUST_WAIT in `flavor`: Kueue would preempt this many lower-priority Workloads of the
     ClusterQueue to admit it (0: none found among those the caller may read)."""

@@ -19,7 +19,7 @@ from kueue_graphql.kueue.objects import text
 from kueue_graphql.kueue.quota import FlavorResource, ResourceQuota
 from kueue_graphql.whatif.model import ZERO, PreemptionCandidate
 
-__all__ = ["count_targets", "preemption_policy"]
+__all__ = ["preemption_policy", "preemption_targets"]
 
 
 def preemption_policy(cluster_queue: KubeObject, key: str) -> str:
@@ -29,7 +29,7 @@ def preemption_policy(cluster_queue: KubeObject, key: str) -> str:
 
 
 @exact_arithmetic
-def count_targets(
+def preemption_targets(
     cluster_queue: KubeObject,
     flavor: str,
     requests: Mapping[str, Decimal],
@@ -37,31 +37,31 @@ def count_targets(
     quotas: Mapping[FlavorResource, ResourceQuota],
     candidates: Sequence[PreemptionCandidate],
     priority: int,
-) -> int:
-    """How many admitted Workloads Kueue's within-ClusterQueue preemption would evict for
+) -> list[PreemptionCandidate]:
+    """The admitted Workloads Kueue's within-ClusterQueue preemption would evict for
     the request in `flavor` (`GetTargets`: candidates of lower priority that use the
     resources, lower priority first then the most recently admitted; removed until it fits,
-    then those not needed put back, last removed kept); 0 when the readable candidates do
+    then those not needed put back, last removed kept); none when the readable candidates do
     not free enough, or the policy does not preempt within the ClusterQueue."""
     if preemption_policy(cluster_queue, "withinClusterQueue") not in (
         "LowerPriority",
         "LowerOrNewerEqualPriority",
     ):
-        return 0
+        return []
     # (LowerOrNewerEqualPriority also takes equal-priority Workloads newer than the incoming
     # one: every admitted Workload is older than one not created yet.)
     need: dict[str, Decimal] = {}
     for res in requests:
         line = lines.get((flavor, res))
         if line is None or line.available_now is None:
-            return 0
+            return []
         nominal = quotas[(flavor, res)].nominal if (flavor, res) in quotas else ZERO
         if line.requested > nominal:
-            return 0  # within the ClusterQueue only for a request within its nominal quota
+            return []  # within the ClusterQueue only for a request within its nominal quota
         if line.requested > line.available_now:
             need[res] = line.requested - line.available_now
     if not need:
-        return 0
+        return []
     pool = sorted(
         (
             c
@@ -86,9 +86,9 @@ def count_targets(
         if enough(removed):
             break
     else:
-        return 0
+        return []
     for index in range(len(removed) - 2, -1, -1):
         kept = removed[:index] + removed[index + 1 :]
         if enough(kept):
             removed = kept
-    return len(removed)
+    return removed

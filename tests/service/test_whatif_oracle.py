@@ -6,7 +6,8 @@ derived from its spec (a small request, one above its largest nominal quota, eac
 resource it covers); plus ClusterQueues made here for the cases the scenarios lack: must wait
 behind an admitted Job, borrowing within a cohort, an untolerated taint before a usable flavor,
 node labels choosing between flavors, two resource groups, flavorFungibility (whenCanBorrow,
-whenCanPreempt, preference PreemptionOverBorrowing), borrowing two Cohort levels up.
+whenCanPreempt, preference PreemptionOverBorrowing), borrowing two Cohort levels up, and flavors
+chosen by Kueue's borrowing level (the cohort subtree the quota comes from, after preemption).
 
 Per case, in order: whatIf as alice (a tenant who may only `get` the LocalQueue; the service runs
 with `--quota-disclosure quota`), then the Job as admin, then Kueue's decision on its Workload:
@@ -95,6 +96,9 @@ def _n(cpu: str, memory: str = "8Gi", **extra: str) -> dict[str, dict[str, str]]
     return quotas
 
 
+PREEMPTION_OVER_BORROWING = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+                             "preference": "PreemptionOverBorrowing"}  # fmt: skip
+
 # Made here because the scenarios lack the case (each named for it). Flavors are the scenarios':
 # standard (pool=standard), gpu-a100 (pool=gpu, tolerates the gpu taint), spot-tainted (taint).
 OWN_CLUSTER_QUEUES = [
@@ -163,8 +167,7 @@ OWN_CLUSTER_QUEUES = [
         "oracle-preempt-over-borrow",
         [(["cpu", "memory"], [("standard", _n("1")), ("gpu-a100", _n("2"))])],
         cohort="oracle-root",
-        fungibility={"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
-                     "preference": "PreemptionOverBorrowing"},
+        fungibility=PREEMPTION_OVER_BORROWING,
     ),
     _cq(
         "oracle-borrow-try-next-may-stop",
@@ -181,6 +184,37 @@ OWN_CLUSTER_QUEUES = [
                                             "memory": {"nominalQuota": "8Gi"}})])],
         cohort="oracle-mid",
     ),
+    # Under oracle-lv-root > oracle-lv-mid (below): 3 CPU fit in either flavor only by borrowing,
+    # standard from oracle-lv-root (borrowing level 2), gpu-a100 from oracle-lv-mid (level 1).
+    # Kueue prefers the lower level; as yes/no both borrow and the first flavor would win.
+    _cq(
+        "oracle-level-nearer",
+        [(["cpu", "memory"], [("standard", _n("1")), ("gpu-a100", _n("1"))])],
+        cohort="oracle-lv-mid",
+        fungibility={"whenCanBorrow": "TryNextFlavor"},
+    ),
+    # Once oracle-lv-sibling borrows the tree's gpu-a100 quota, gpu-a100 waits for reclaiming
+    # at level 1 (no candidate: reclaimWithinCohort is Never) while standard fits at level 2.
+    # PreemptionOverBorrowing ranks the level first and waits; yes/no borrowing would fit.
+    _cq(
+        "oracle-level-preempt-over-borrow",
+        [(["cpu", "memory"], [("standard", _n("1")), ("gpu-a100", _n("1"))])],
+        cohort="oracle-lv-mid",
+        fungibility=PREEMPTION_OVER_BORROWING,
+    ),
+    _cq("oracle-lv-sibling", [(["cpu", "memory"], [("gpu-a100", _n("0"))])],
+        cohort="oracle-lv-root"),
+    # A low-priority Job fills standard: preempting it leaves the request within the nominal
+    # quota (borrowing level 0 after preemption), gpu-a100 fits by borrowing from
+    # oracle-lv-flat (level 1). PreemptionOverBorrowing preempts; yes/no borrowing counted the
+    # standard flavor as borrowing (before preemption) and took gpu-a100.
+    _cq(
+        "oracle-level-preempt-after",
+        [(["cpu", "memory"], [("standard", _n("2")), ("gpu-a100", _n("0"))])],
+        cohort="oracle-lv-flat",
+        fungibility=PREEMPTION_OVER_BORROWING,
+        preemption={"withinClusterQueue": "LowerPriority"},
+    ),
 ]  # fmt: skip
 OWN_NAMES = {cq["metadata"]["name"] for cq in OWN_CLUSTER_QUEUES}
 
@@ -194,12 +228,26 @@ def _cohort(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _quota_spec(flavor: str, cpu: str) -> dict[str, Any]:
+    """A Cohort's spec holding `cpu` CPU (and 16Gi) of one flavor."""
+    resources = [{"name": "cpu", "nominalQuota": cpu}, {"name": "memory", "nominalQuota": "16Gi"}]
+    return {
+        "resourceGroups": [
+            {"coveredResources": ["cpu", "memory"],
+             "flavors": [{"name": flavor, "resources": resources}]}
+        ]
+    }  # fmt: skip
+
+
 # A two-level Cohort tree; the root holds 4 CPU of standard, the middle level nothing.
 OWN_COHORTS = [
-    _cohort("oracle-root", {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-        {"name": "standard", "resources": [{"name": "cpu", "nominalQuota": "4"},
-                                           {"name": "memory", "nominalQuota": "16Gi"}]}]}]}),
+    _cohort("oracle-root", _quota_spec("standard", "4")),
     _cohort("oracle-mid", {"parentName": "oracle-root"}),
+    # A second tree for the borrowing levels: standard quota at the root (level 2), gpu-a100 in
+    # the middle (level 1, the height of the subtree the borrowed quota comes from).
+    _cohort("oracle-lv-root", _quota_spec("standard", "4")),
+    _cohort("oracle-lv-mid", {"parentName": "oracle-lv-root", **_quota_spec("gpu-a100", "2")}),
+    _cohort("oracle-lv-flat", _quota_spec("gpu-a100", "2")),
 ]  # fmt: skip
 
 
@@ -423,6 +471,15 @@ NAMED_CASES = [
                expect="FITS_NOW")),
     Case(Probe("beyond the borrowing limit, two levels", lq_for("oracle-two-levels"), 4, CPU,
                expect="NEVER_FITS")),
+    # The borrowing level decides (yes/no borrowing gives the other answer).
+    Case(Probe("whenCanBorrow: TryNextFlavor, borrow from the parent over the grandparent",
+               lq_for("oracle-level-nearer"), 3, CPU, expect="FITS_NOW")),
+    Case(
+        Probe("PreemptionOverBorrowing: reclaim at level 1 over borrowing at level 2",
+              lq_for("oracle-level-preempt-over-borrow"), 3, CPU, expect="MUST_WAIT"),
+        before=(Probe("borrows the tree's gpu-a100 quota", lq_for("oracle-lv-sibling"), 4, CPU,
+                      expect="FITS_NOW"),),
+    ),
     # Several pod sets (a Workload): earlier pod sets' usage counts against later ones.
     Case(Probe("second pod set over the quota with the first", lq_for("oracle-wait-2cpu"), 1,
                CPU, more_pod_sets=(("workers", 2, CPU),), expect="NEVER_FITS")),
@@ -841,6 +898,8 @@ PRIORITY_CASES = [
      True),
     ("same priority: no preemption", lq_for("oracle-preempt-within"), LOW, False),
     ("high priority, no preemption policy", lq_for("oracle-wait-2cpu"), HIGH, False),
+    ("PreemptionOverBorrowing: preempt to borrow nothing over borrowing at level 1",
+     lq_for("oracle-level-preempt-after"), HIGH, True),
 ]  # fmt: skip
 
 
