@@ -9,6 +9,7 @@ translate it.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Annotated
 
 import strawberry
 
@@ -306,8 +307,9 @@ def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
         raise BadRequestError("podSets: names must be unique")
     out = []
     for index, ps in enumerate(inputs):
-        if not 1 <= ps.count <= MAX_COUNT:
-            raise BadRequestError(f"podSets[{ps.name}].count must be 1..{MAX_COUNT}")
+        if not 0 <= ps.count <= MAX_COUNT:
+            # 0 as Kueue's PodSet.count allows (+kubebuilder:validation:Minimum=0).
+            raise BadRequestError(f"podSets[{ps.name}].count must be 0..{MAX_COUNT}")
         per_pod: dict[str, Decimal] = {}
         for number, request in enumerate(ps.requests):
             if not request.resource or request.resource in per_pod:
@@ -355,6 +357,15 @@ class WhatIfQuery:
         local_queue: str | None = None,
         pod_sets: list[WhatIfPodSetInput] | None = None,
         from_job: ObjectNameInput | None = None,
+        priority: Annotated[
+            int | None,
+            strawberry.argument(
+                description="The Workload's priority as a number (a Workload's own "
+                "`spec.priority`, int32 as GraphQL's Int), instead of a priority class: e.g. "
+                "to ask how a Workload of priority 1000 would fare. Not with a pod set's "
+                "`priorityClass`; with `fromJob` it replaces the Job's class."
+            ),
+        ] = None,
     ) -> WhatIf | None:
         if (pod_sets is None) == (from_job is None):
             raise BadRequestError("whatIf takes either podSets or fromJob")
@@ -362,6 +373,10 @@ class WhatIfQuery:
         if pod_sets is not None:
             proposed = _pod_sets(pod_sets)
             priority_class = _priority_class(pod_sets)
+            if priority is not None and priority_class is not None:
+                raise BadRequestError(
+                    "whatIf takes priority or a pod set's priorityClass, not both"
+                )
             queue = local_queue
         else:
             assert from_job is not None
@@ -369,8 +384,16 @@ class WhatIfQuery:
                 reader, from_job.namespace, from_job.name
             )
             queue = local_queue or job_queue
+            if priority is not None:
+                priority_class = None
         loaded = await load_what_if(
-            reader, info.context.disclosure, namespace, queue, proposed, priority_class
+            reader,
+            info.context.disclosure,
+            namespace,
+            queue,
+            proposed,
+            priority_class,
+            priority=priority,
         )
         return WhatIf(
             result=wi.what_if(loaded.input), source=loaded.view.numbers_from, namespace=namespace
@@ -381,8 +404,9 @@ class WhatIfQuery:
 
 WHAT_IF_QUERY = """
 query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetInput!],
-             $fromJob: ObjectNameInput) {
-  whatIf(namespace: $namespace, localQueue: $localQueue, podSets: $podSets, fromJob: $fromJob) {
+             $fromJob: ObjectNameInput, $priority: Int) {
+  whatIf(namespace: $namespace, localQueue: $localQueue, podSets: $podSets, fromJob: $fromJob,
+         priority: $priority) {
     verdict limitedBy summary clusterQueueName numbersFrom detail kueueMessage admissionChecks
     priority priorityClass preempts
     localQueue { name }

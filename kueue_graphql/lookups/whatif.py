@@ -192,14 +192,18 @@ async def load_what_if(
     local_queue: str | None,
     pod_sets: Sequence[ProposedPodSet],
     priority_class: PriorityClassRef | None = None,
+    *,
+    priority: int | None = None,
 ) -> WhatIfLoad:
+    """`priority`: the Workload's spec.priority as given, instead of `priority_class`'s value."""
     if not local_queue:
         raise BadRequestError("whatIf needs a localQueue (or a fromJob whose Job names one)")
     lq: JsonObject = await reader.get(LOCAL_QUEUE, namespace, local_queue)
     cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
     if not cq_name:
         raise BadRequestError(f"LocalQueue {local_queue} names no ClusterQueue")
-    priority = await resolve_priority(reader, policy, priority_class) if priority_class else 0
+    if priority is None:
+        priority = await resolve_priority(reader, policy, priority_class) if priority_class else 0
     view = await quota_view(reader, policy, cq_name)
     labels = await _namespace_labels(reader, view, namespace)
     candidates, complete = await _candidates(reader, view, namespace)

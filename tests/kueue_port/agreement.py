@@ -400,6 +400,9 @@ class AgreementObserver:
                 "localQueue": wl["spec"]["queueName"],
                 "podSets": pod_set_inputs(case, wl),
             }
+            raw_priority = wl["spec"].get("priority")
+            if isinstance(raw_priority, int) and not wl["spec"].get("priorityClassRef"):
+                variables["priority"] = raw_priority  # the Go tests set spec.priority directly
             try:
                 answer = self._query(WHAT_IF_QUERY, variables, "whatIf")["whatIf"]
             except (KubeError, httpx.HTTPError, ValueError) as err:
@@ -642,9 +645,6 @@ def classify(case: Case, step: Step | None, wl: Manifest, differs: list[str]) ->
     ):
         return "other: fair sharing"
     if "preempt" in text:
-        raw = (wl.get("spec") or {}).get("priority")
-        if raw and not (wl.get("spec") or {}).get("priorityClassRef"):
-            return "other: whatIf takes no raw spec.priority (the Go tests set it)"
         return "other: preemption simulation"
     if "queue position" in text:
         return "other: queue position"

@@ -961,3 +961,27 @@ async def test_unknown_priority_class_is_not_found(
         token=cluster.token("alice"),
     )
     assert body["errors"][0]["extensions"]["code"] == "BAD_REQUEST", body
+
+
+async def test_a_raw_priority_is_the_workload_priority(
+    disclosing_server: Server, cluster: Cluster, oracle_setting: list[dict[str, Any]]
+) -> None:
+    # whatIf's `priority` is a Workload's own spec.priority (the Go tests of Kueue set it; the
+    # port in tests/kueue_port checks the verdicts it gives against the real Kueue).
+    probe = Probe("raw priority", lq_for("oracle-wait-2cpu"), 1, CPU)
+    asked = {"namespace": NS, "localQueue": probe.local_queue, "podSets": probe.pod_set_inputs()}
+    body = await disclosing_server.query(
+        WHAT_IF_QUERY, {**asked, "priority": 1000}, token=cluster.token("alice")
+    )
+    assert "errors" not in body, body
+    assert (body["data"]["whatIf"]["priority"], body["data"]["whatIf"]["priorityClass"]) == (
+        1000,
+        None,
+    )
+    classed = [{**p, "priorityClass": HIGH} for p in probe.pod_set_inputs()]
+    body = await disclosing_server.query(
+        WHAT_IF_QUERY, {**asked, "podSets": classed, "priority": 5}, token=cluster.token("alice")
+    )
+    (error,) = body["errors"]
+    assert error["extensions"]["code"] == "BAD_REQUEST", error
+    assert "not both" in error["message"]
