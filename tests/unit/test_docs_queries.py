@@ -2,8 +2,9 @@
 named operation whose name no other example uses.
 
 Docs that drift from the code are worse than none: a newcomer pastes the README's query into
-GraphiQL first, a portal team feeds every block to graphql-codegen (tests/unit/test_docs_codegen.py),
-which refuses anonymous operations beside others and a name defined twice.
+GraphiQL first, a portal team feeds every block to graphql-codegen
+(tests/unit/test_docs_codegen.py), which refuses anonymous operations beside others and a name
+defined twice.
 """
 
 from __future__ import annotations
