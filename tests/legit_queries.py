@@ -1,10 +1,12 @@
-"""The largest legitimate queries: the docs' GraphQL examples and issue 22's "every Diagnosis
-field to depth 3". Shared by the unit tests, the docs' limits table test and
-benchmarks/analysis_units.py; nothing here imports the service (the schema is passed in)."""
+"""The largest legitimate queries: the docs' GraphQL examples (and the answers the docs print
+for them) and issue 22's "every Diagnosis field to depth 3". Shared by the unit tests, the docs'
+limits table test, the printed-answers test and benchmarks/analysis_units.py; nothing here
+imports the service (the schema is passed in)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from graphql import (
@@ -19,6 +21,7 @@ from graphql import (
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 GRAPHQL_BLOCK = re.compile(r"```graphql\n(.*?)```", re.DOTALL)
+FENCED_BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.DOTALL)
 
 
 def docs_queries() -> list[tuple[str, str]]:
@@ -27,6 +30,36 @@ def docs_queries() -> list[tuple[str, str]]:
     for document in DOCUMENTS:
         for index, block in enumerate(GRAPHQL_BLOCK.findall(document.read_text())):
             found.append((f"{document.relative_to(REPO)}#{index + 1}", block))
+    return found
+
+
+@dataclass(frozen=True)
+class PrintedAnswer:
+    """A ```graphql block whose next fenced block is ```json: the answer the docs print for it."""
+
+    where: str  # `file#n`, n counting the file's ```graphql blocks as docs_queries() does
+    query: str
+    answer: str
+    prose: str  # the text from the previous fenced block to the json block, blocks left out
+
+
+def docs_printed_answers() -> list[PrintedAnswer]:
+    found = []
+    for document in DOCUMENTS:
+        text = document.read_text()
+        blocks = list(FENCED_BLOCK.finditer(text))
+        graphql_seen = 0
+        for index, block in enumerate(blocks):
+            if block.group(1) != "graphql":
+                continue
+            graphql_seen += 1
+            following = blocks[index + 1] if index + 1 < len(blocks) else None
+            if following is None or following.group(1) != "json":
+                continue
+            start = blocks[index - 1].end() if index else 0
+            prose = text[start : block.start()] + text[block.end() : following.start()]
+            where = f"{document.relative_to(REPO)}#{graphql_seen}"
+            found.append(PrintedAnswer(where, block.group(2), following.group(2), prose))
     return found
 
 

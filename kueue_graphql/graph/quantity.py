@@ -7,6 +7,7 @@ they had before are deprecated for one release (see CHANGELOG.md).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any, TypeVar, cast
@@ -34,6 +35,31 @@ def replaced_by(field: str) -> Callable[[F], F]:
         return cast(F, strawberry.field(resolver, deprecation_reason=reason))
 
     return decorate
+
+
+# The text of a JSON number without exponent: what `Decimal` values look like on the wire.
+DECIMAL_SPECIFIED_BY = "https://www.rfc-editor.org/rfc/rfc8259#section-6"
+_DECIMAL_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+
+
+def _decimal_input(value: object) -> Decimal:
+    """A `Decimal` given as input: a string in the wire format, nothing else (no NaN, no
+    exponent, no JSON number whose precision the client's parser may already have lost)."""
+    if not isinstance(value, str) or not _DECIMAL_TEXT.fullmatch(value):
+        raise ValueError('a Decimal is a string of plain decimal notation, e.g. "0.5" or "-12"')
+    return Decimal(value)
+
+
+DECIMAL_SCALAR = strawberry.scalar(
+    name="Decimal",
+    description="An exact decimal number, serialized as a string so no precision is lost: the "
+    "text of a JSON number (RFC 8259, section 6) without exponent and without trailing "
+    'fractional zeros, e.g. "0.5", "-2", "1610612736". Map it to `string` (or a decimal '
+    "library's type) in generated clients, never to a binary floating-point number.",
+    specified_by_url=DECIMAL_SPECIFIED_BY,
+    serialize=lambda value: kube_quantity.decimal_text(Decimal(value)),
+    parse_value=_decimal_input,
+)
 
 
 def exact(value: Decimal) -> Decimal:

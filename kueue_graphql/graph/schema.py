@@ -26,6 +26,7 @@ import functools
 from collections.abc import AsyncGenerator, AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import strawberry
@@ -54,6 +55,7 @@ from kueue_graphql.graph.errors import ErrorCodes, coded_error, log_errors
 from kueue_graphql.graph.operation_choice import OperationNameRequired
 from kueue_graphql.graph.pagination import check_page_arguments_first
 from kueue_graphql.graph.push import pushed
+from kueue_graphql.graph.quantity import DECIMAL_SCALAR
 from kueue_graphql.graph.query import Query
 from kueue_graphql.graph.query_cost import (
     AnalysisStoppedError,
@@ -352,7 +354,7 @@ def build_schema(limits: QueryLimits | None = None, *, send_queue: int = 16) -> 
             ErrorCodes,
             ApiCallCount,
         ],
-        config=StrawberryConfig(auto_camel_case=True),
+        config=StrawberryConfig(auto_camel_case=True, scalar_map={Decimal: DECIMAL_SCALAR}),
     )
     schema.checks = checks
     schema.send_queue = send_queue

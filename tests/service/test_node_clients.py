@@ -22,7 +22,7 @@ pytestmark = pytest.mark.cluster
 
 GRAPHQL_RESPONSE = "application/graphql-response+json; charset=utf-8"
 # The README's "Why is my job waiting?" query, with the Job it is asked about there.
-README_WHY = next(q for where, q in docs_queries() if where.startswith("README") and "Why(" in q)
+README_WHY = next(q for _, q in docs_queries() if "query WhyIsMyJobWaiting(" in q)
 WHY_VARIABLES = {"ns": "team-a", "job": "too-big-3x1cpu"}
 
 
