@@ -17,6 +17,7 @@ from graphql import (
 )
 
 from kueue_graphql.context import RequestContext
+from kueue_graphql.kueue.objects import items
 from kueue_graphql.kueue.quantity import Quantity, decimal_text, format_quantity, parse_quantity
 from kueue_graphql.lookups import KueueReader
 
@@ -72,7 +73,7 @@ class Condition:
 
 
 def conditions(obj: Mapping[str, Any]) -> list[Condition]:
-    return [Condition.from_json(c) for c in (obj.get("status") or {}).get("conditions") or []]
+    return [Condition.from_json(c) for c in items(obj, "status", "conditions")]
 
 
 @strawberry.type(description="An amount of one resource: Kubernetes text and exact number.")
@@ -177,18 +178,6 @@ def flavor_usages(items: Sequence[Mapping[str, Any]] | None) -> list[FlavorUsage
             )
         result.append(FlavorUsage(name=str(flavor.get("name", "")), resources=resources))
     return result
-
-
-def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
-
-
-def status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("status") or {}
-
-
-def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 F = TypeVar("F", bound=Callable[..., Any])
