@@ -13,6 +13,7 @@ from kueue_graphql.kueue.model import (
     Forbidden,
     KubeObject,
     ObjectRef,
+    Observed,
     QuotaReport,
     Reason,
     ReasonSource,
@@ -142,30 +143,41 @@ def pending_reasons(ctx: Context) -> list[Reason]:
     return out
 
 
+# A queue kind's codes: (does not exist, stopped by spec.stopPolicy).
+_QUEUE_CODES: dict[str, tuple[Code, Code]] = {
+    "LocalQueue": (Code.LOCAL_QUEUE_NOT_FOUND, Code.LOCAL_QUEUE_STOPPED),
+    "ClusterQueue": (Code.CLUSTER_QUEUE_NOT_FOUND, Code.CLUSTER_QUEUE_STOPPED),
+}
+
+
+def _missing_or_stopped(
+    kind: str,
+    queue_name: str | None,
+    queue: Observed[KubeObject],
+    ref: ObjectRef | None,
+    where: str = "",
+) -> list[Reason]:
+    """A named queue of `kind` that does not exist (`where`: in which namespace), or whose
+    spec.stopPolicy stops it (Hold, HoldAndDrain)."""
+    not_found, stopped = _QUEUE_CODES[kind]
+    if queue_name and isinstance(queue, Absent):
+        message = f"{kind} {queue_name} does not exist{where}"
+        return [Reason(not_found, message, ReasonSource.OBJECT, object=ref)]
+    stop = text(known(queue), "spec", "stopPolicy")
+    if stop and stop != "None":
+        message = f"{kind} {queue_name} has stopPolicy {stop}"
+        return [Reason(stopped, message, ReasonSource.OBJECT, object=ref)]
+    return []
+
+
 def queue_object_reasons(ctx: Context) -> list[Reason]:
     """What the queue objects themselves say, whether or not Kueue wrote it on the Workload."""
     out: list[Reason] = []
     lq_ref = ctx.lq_ref()
-    if ctx.queue_name and isinstance(ctx.inp.local_queue, Absent):
-        out.append(
-            Reason(
-                Code.LOCAL_QUEUE_NOT_FOUND,
-                f"LocalQueue {ctx.queue_name} does not exist in namespace {ctx.namespace}",
-                ReasonSource.OBJECT,
-                object=lq_ref,
-            )
-        )
+    out += _missing_or_stopped(
+        "LocalQueue", ctx.queue_name, ctx.inp.local_queue, lq_ref, f" in namespace {ctx.namespace}"
+    )
     if ctx.local_queue is not None:
-        stop = text(ctx.local_queue, "spec", "stopPolicy")
-        if stop and stop != "None":
-            out.append(
-                Reason(
-                    Code.LOCAL_QUEUE_STOPPED,
-                    f"LocalQueue {ctx.queue_name} has stopPolicy {stop}",
-                    ReasonSource.OBJECT,
-                    object=lq_ref,
-                )
-            )
         active = condition(ctx.local_queue, "Active")
         if active is not None and active.get("status") == "False":
             lq_reason = str(active.get("reason") or "")
@@ -184,27 +196,8 @@ def queue_object_reasons(ctx: Context) -> list[Reason]:
                     object=ctx.cq_ref() if code.startswith("ClusterQueue") else lq_ref,
                 )
             )
-    cq_ref = ctx.cq_ref()
-    if ctx.cq_name and isinstance(ctx.inp.cluster_queue, Absent):
-        out.append(
-            Reason(
-                Code.CLUSTER_QUEUE_NOT_FOUND,
-                f"ClusterQueue {ctx.cq_name} does not exist",
-                ReasonSource.OBJECT,
-                object=cq_ref,
-            )
-        )
+    out += _missing_or_stopped("ClusterQueue", ctx.cq_name, ctx.inp.cluster_queue, ctx.cq_ref())
     if ctx.cluster_queue is not None:
-        stop = text(ctx.cluster_queue, "spec", "stopPolicy")
-        if stop and stop != "None":
-            out.append(
-                Reason(
-                    Code.CLUSTER_QUEUE_STOPPED,
-                    f"ClusterQueue {ctx.cq_name} has stopPolicy {stop}",
-                    ReasonSource.OBJECT,
-                    object=cq_ref,
-                )
-            )
         active = condition(ctx.cluster_queue, "Active")
         if active is not None and active.get("status") == "False":
             out.extend(_cluster_queue_inactive_causes(ctx, active))

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_graphql.kueue.objects import metadata
+
 __all__ = ["FOREIGN_ENTRIES_KEY", "OwnEntry", "own_entry"]
 
 FOREIGN_ENTRIES_KEY = "foreignEntriesBefore"
@@ -28,15 +30,10 @@ class OwnEntry:
     """Entries of other namespaces Kueue listed ahead of it (and that were dropped)."""
 
 
-def _meta(item: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = item.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def own_entry(items: Sequence[Mapping[str, Any]], namespace: str, name: str) -> OwnEntry | None:
     own_before = foreign_before = 0
     for item in items:
-        meta = _meta(item)
+        meta = metadata(item)
         # An entry without a namespace is taken as the LocalQueue's own (older servers).
         same_namespace = meta.get("namespace") in (None, namespace)
         if same_namespace and meta.get("name") == name:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 import strawberry
 
-from kueue_graphql.graph.common import JSON, Info, as_json, field, metadata, reads
+from kueue_graphql.graph.common import JSON, Info, as_json, field, reads
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.kueue.objects import metadata
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.event import Event

@@ -10,16 +10,11 @@ import strawberry
 
 from kueue_graphql.graph import queue_fields
 from kueue_graphql.graph.base import KubeObject
-from kueue_graphql.graph.common import (
-    JSON,
-    Info,
-    field,
-    reads,
-    spec,
-)
+from kueue_graphql.graph.common import JSON, Info, field, reads
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import Quantity, amount_of, replaced_by, text_of
 from kueue_graphql.kube.resources import CLUSTER_QUEUE
+from kueue_graphql.kueue.objects import spec
 from kueue_graphql.lookups import flavor_names
 
 if TYPE_CHECKING:

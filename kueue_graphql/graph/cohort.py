@@ -8,10 +8,11 @@ import strawberry
 
 from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.clusterqueue import ClusterQueue, ResourceGroup, resource_groups
-from kueue_graphql.graph.common import JSON, Info, as_json, field, metadata, reads, spec
+from kueue_graphql.graph.common import JSON, Info, as_json, field, reads
 from kueue_graphql.graph.pagination import Connection, connection, page_request, paginate
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import COHORT
+from kueue_graphql.kueue.objects import metadata, spec
 from kueue_graphql.lookups import page_of
 
 if TYPE_CHECKING:

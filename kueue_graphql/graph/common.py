@@ -18,6 +18,7 @@ from graphql import (
 
 from kueue_graphql.context import RequestContext
 from kueue_graphql.graph.quantity import Quantity, amount_of, replaced_by, text_of
+from kueue_graphql.kueue.objects import items
 from kueue_graphql.lookups import KueueReader
 
 Info = strawberry.Info[RequestContext, None]
@@ -56,7 +57,7 @@ class Condition:
 
 
 def conditions(obj: Mapping[str, Any]) -> list[Condition]:
-    return [Condition.from_json(c) for c in (obj.get("status") or {}).get("conditions") or []]
+    return [Condition.from_json(c) for c in items(obj, "status", "conditions")]
 
 
 @strawberry.type
@@ -138,18 +139,6 @@ def flavor_usages(items: Sequence[Mapping[str, Any]] | None) -> list[FlavorUsage
             )
         result.append(FlavorUsage(name=str(flavor.get("name", "")), resources=resources))
     return result
-
-
-def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
-
-
-def status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("status") or {}
-
-
-def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -8,18 +8,10 @@ import strawberry
 
 from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.base import KubeObject
-from kueue_graphql.graph.common import (
-    Condition,
-    Info,
-    conditions,
-    field,
-    metadata,
-    reads,
-    spec,
-    status,
-)
+from kueue_graphql.graph.common import Condition, Info, conditions, field, reads
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import JOB
+from kueue_graphql.kueue.objects import metadata, spec, status
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.pod import Pod

@@ -8,14 +8,10 @@ import strawberry
 
 from kueue_graphql.graph import queue_fields
 from kueue_graphql.graph.base import KubeObject
-from kueue_graphql.graph.common import (
-    Info,
-    field,
-    reads,
-    spec,
-)
+from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import LOCAL_QUEUE
+from kueue_graphql.kueue.objects import spec
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue

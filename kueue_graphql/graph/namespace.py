@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from kueue_graphql.graph.base import KubeObject
-from kueue_graphql.graph.common import Info, field, reads, status
+from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import LOCAL_QUEUE, NAMESPACE
+from kueue_graphql.kueue.objects import status
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.localqueue import LocalQueue

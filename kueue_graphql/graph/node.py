@@ -11,13 +11,12 @@ from kueue_graphql.graph.common import (
     Taint,
     conditions,
     reads,
-    spec,
-    status,
     taints,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, resource_list
 from kueue_graphql.kube.resources import NODE
+from kueue_graphql.kueue.objects import spec, status
 
 
 @strawberry.type(description="core/v1 Node.")

@@ -21,6 +21,7 @@ from strawberry.types.nodes import SelectedField
 from kueue_graphql.core.errors import BadRequestError
 from kueue_graphql.graph.common import Info, field
 from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kueue.objects import metadata
 from kueue_graphql.lookups import Page, PageRequest, page_of
 
 T = TypeVar("T")
@@ -48,7 +49,7 @@ class Connection(Generic[T]):
 
 
 def _cursor_of(obj: JsonObject) -> tuple[str, str]:
-    meta = obj.get("metadata") or {}
+    meta = metadata(obj)
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 

@@ -15,13 +15,12 @@ from kueue_graphql.graph.common import (
     conditions,
     field,
     reads,
-    spec,
-    status,
     tolerations,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, quantities
 from kueue_graphql.kube.resources import POD
+from kueue_graphql.kueue.objects import spec, status
 from kueue_graphql.kueue.requests import pod_requests
 
 if TYPE_CHECKING:

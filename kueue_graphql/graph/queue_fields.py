@@ -5,16 +5,8 @@ resolver each, declared in each type where its field stands (so each type keeps 
 from __future__ import annotations
 
 from kueue_graphql.graph.base import KubeObject
-from kueue_graphql.graph.common import (
-    JSON,
-    Condition,
-    FlavorUsage,
-    Info,
-    conditions,
-    flavor_usages,
-    spec,
-    status,
-)
+from kueue_graphql.graph.common import JSON, Condition, FlavorUsage, Info, conditions, flavor_usages
+from kueue_graphql.kueue.objects import spec, status
 
 
 async def stop_policy(root: KubeObject, info: Info) -> str | None:

@@ -15,12 +15,12 @@ from kueue_graphql.graph.common import (
     as_json,
     field,
     reads,
-    spec,
     taints,
     tolerations,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import NODE, RESOURCE_FLAVOR
+from kueue_graphql.kueue.objects import spec
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue

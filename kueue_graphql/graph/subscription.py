@@ -27,12 +27,13 @@ from kueue_graphql import diagnosis as dx
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import BadRequestError, NotFoundError
 from kueue_graphql.graph.clusterqueue import ClusterQueue
-from kueue_graphql.graph.common import LIVE_READS, Info, metadata, status
+from kueue_graphql.graph.common import LIVE_READS, Info
 from kueue_graphql.graph.diagnosis import Diagnosis, diagnose_object
 from kueue_graphql.graph.workload import Workload, WorkloadStatus
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD
+from kueue_graphql.kueue.objects import metadata, status
 
 
 def _fresh(info: Info) -> RequestContext:

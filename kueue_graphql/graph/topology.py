@@ -5,9 +5,10 @@ from __future__ import annotations
 import strawberry
 
 from kueue_graphql.graph.base import KubeObject
-from kueue_graphql.graph.common import Info, reads, spec
+from kueue_graphql.graph.common import Info, reads
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.kube.resources import TOPOLOGY
+from kueue_graphql.kueue.objects import spec
 
 
 @strawberry.type

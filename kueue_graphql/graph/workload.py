@@ -16,17 +16,15 @@ from kueue_graphql.graph.common import (
     as_json,
     conditions,
     field,
-    metadata,
     reads,
     selected_nodes,
-    spec,
-    status,
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, quantities, resource_list
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import WORKLOAD
 from kueue_graphql.kueue.conditions import workload_status
+from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.requests import spec_podset_requests, total_requests
 from kueue_graphql.lookups import OwnerReads, diagnosis_input_for_workload
 

@@ -19,6 +19,7 @@ from kueue_graphql.core.errors import UnavailableError
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.kueue.objects import dig
 from kueue_graphql.observe.metrics import ACCESS_DECISIONS
 
 
@@ -146,7 +147,7 @@ class Authorizer:
             )
         except ApiStatusError as error:
             raise UnavailableError(f"access review failed ({error.status})") from error
-        return bool((review.get("status") or {}).get("allowed"))
+        return bool(dig(review, "status", "allowed"))
 
 
 # What the service's own identity needs in token-review mode: without these every query fails.
@@ -178,7 +179,7 @@ async def service_identity_problems(client: KubeClient) -> list[str]:
         except (ApiStatusError, UnavailableError) as error:
             problems.append(f"could not check whether it may create {resource}: {error}")
             continue
-        if not (review.get("status") or {}).get("allowed"):
+        if not dig(review, "status", "allowed"):
             problems.append(
                 f"the service's identity may not create {resource}.{group} (needed to {purpose}); "
                 "run it with the chart's ServiceAccount or grant the ClusterRole in docs/service.md"

@@ -13,6 +13,7 @@ from kueue_graphql.kube.changes import ChangeSource, ChangeSources, WatchTarget
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.informer_factory import SharedInformerFactory
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.kueue.objects import metadata
 
 
 class CacheChanges:
@@ -59,7 +60,7 @@ class _CacheChange:
 
     def _matcher(self, name: str | None) -> Callable[[JsonObject | None], None]:
         def changed(obj: JsonObject | None) -> None:
-            if obj is None or name is None or (obj.get("metadata") or {}).get("name") == name:
+            if obj is None or name is None or metadata(obj).get("name") == name:
                 self._changed.set()
 
         return changed

@@ -25,6 +25,7 @@ import aiohttp
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.client import KubeClient, impersonation_headers
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.kueue.objects import metadata
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ class WatchChanges:
                 event = json.loads(line)
                 kind = event.get("type")
                 obj = event.get("object") or {}
-                version = (obj.get("metadata") or {}).get("resourceVersion")
+                version = metadata(obj).get("resourceVersion")
                 if kind == "ERROR":
                     return None  # e.g. 410 Gone: re-list from now
                 if version:

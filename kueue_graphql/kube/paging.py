@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kueue.objects import metadata
 
 # (namespace + "/", name) compares exactly as the storage key "<namespace>/<name>" does: a
 # namespace never contains "/", so "team/..." < "team-a/..." is decided where the full keys
@@ -25,7 +26,7 @@ def order_key(namespace: str | None, name: str) -> OrderKey:
 
 
 def object_order_key(obj: JsonObject) -> OrderKey:
-    meta = obj.get("metadata") or {}
+    meta = metadata(obj)
     return order_key(meta.get("namespace"), str(meta.get("name") or ""))
 
 

@@ -27,6 +27,7 @@ from kueue_graphql.kube.client import (
     read_error,
 )
 from kueue_graphql.kube.resources import EVENT, VISIBILITY_LOCAL_QUEUE, Resource
+from kueue_graphql.kueue.objects import metadata
 
 # Kubernetes paginates big lists; this page size keeps single responses bounded.
 _LIST_PAGE = 500
@@ -245,13 +246,11 @@ class RequestReads:
                 item.setdefault("kind", key.resource.kind)
                 # Later gets of a listed object reuse it instead of fetching it again (the
                 # get permission is still checked on its own).
-                metadata = item.get("metadata") or {}
-                object_key = ObjectKey(
-                    key.resource, metadata.get("namespace"), metadata.get("name", "")
-                )
+                meta = metadata(item)
+                object_key = ObjectKey(key.resource, meta.get("namespace"), meta.get("name", ""))
                 self._objects.prime(object_key, item)
             yield items
-            continue_token = (page.get("metadata") or {}).get("continue")
+            continue_token = metadata(page).get("continue")
             if not continue_token:
                 return
             limit = min(_LIST_PAGE, limit * 2)
@@ -313,11 +312,11 @@ class RequestReads:
 
     async def events_for(self, obj: JsonObject) -> list[JsonObject]:
         """core/v1 Events whose involvedObject is `obj`, oldest first."""
-        metadata = obj.get("metadata") or {}
-        uid = metadata.get("uid")
+        meta = metadata(obj)
+        uid = meta.get("uid")
         if not uid:
             return []
-        return await self._events.load((metadata.get("namespace"), uid))
+        return await self._events.load((meta.get("namespace"), uid))
 
     async def _load_events(
         self, keys: list[tuple[str | None, str]]
@@ -373,6 +372,6 @@ def _event_time(event: JsonObject) -> str:
     return str(
         event.get("lastTimestamp")
         or event.get("eventTime")
-        or (event.get("metadata") or {}).get("creationTimestamp")
+        or metadata(event).get("creationTimestamp")
         or ""
     )

@@ -35,6 +35,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from kueue_graphql.kube.client import ApiCallMeter, ApiStatusError, JsonObject, KubeClient
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.kueue.objects import metadata
 
 log = logging.getLogger(__name__)
 
@@ -208,9 +209,9 @@ class Reflector:
                     raise GoneError(error.message) from error
                 raise
             items.extend(page.get("items") or [])
-            metadata = page.get("metadata") or {}
-            resource_version = str(metadata.get("resourceVersion") or resource_version)
-            continue_token = metadata.get("continue")
+            meta = metadata(page)
+            resource_version = str(meta.get("resourceVersion") or resource_version)
+            continue_token = meta.get("continue")
             if not continue_token:
                 break
         if self.status.absent:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.paging import OrderKey, Page, PageRequest, object_order_key
 from kueue_graphql.kube.resources import Resource
+from kueue_graphql.kueue.objects import metadata
 
 PostingKey = tuple[Hashable, ...]
 # One value of a combined index meaning "any value of this attribute".
@@ -45,10 +46,6 @@ IndexFunc = Callable[[JsonObject], list[PostingKey]]
 
 def namespace_key(namespace: str | None) -> PostingKey:
     return ("ns", namespace or "")
-
-
-def _meta(obj: JsonObject) -> JsonObject:
-    return obj.get("metadata") or {}
 
 
 def combinations(prefix: str, values: Sequence[str]) -> list[PostingKey]:
@@ -125,7 +122,7 @@ class Indexer:
         if obj is None:
             targets = [listener for group in self._listeners.values() for listener in group]
         else:
-            namespace = str(_meta(obj).get("namespace") or "")
+            namespace = str(metadata(obj).get("namespace") or "")
             targets = [*self._listeners.get(None, ()), *self._listeners.get(namespace, ())]
         for listener in targets:
             listener(obj)
@@ -146,7 +143,7 @@ class Indexer:
         return max(0.0, (time.monotonic() if now is None else now) - self.heard_at)
 
     def _index_keys(self, obj: JsonObject) -> tuple[PostingKey, ...]:
-        meta = _meta(obj)
+        meta = metadata(obj)
         keys = [ALL, namespace_key(meta.get("namespace")), *self._keys(obj)]
         return tuple(dict.fromkeys(keys))
 

@@ -2,6 +2,9 @@
 
 Every accessor tolerates missing or wrongly typed fields: the objects come from an API server
 whose version we do not control, and a diagnosis must degrade, not crash.
+
+The one accessor family of the package: kube/, lookups/ and graph/ read objects through it too
+(the layers contract puts kueue/ below them; kube/ already takes its vocabulary from here).
 """
 
 from __future__ import annotations
@@ -42,6 +45,21 @@ def items(obj: object, *path: str) -> list[Mapping[str, Any]]:
     if not isinstance(value, Sequence) or isinstance(value, str):
         return []
     return [v for v in value if isinstance(v, Mapping)]
+
+
+def metadata(obj: object) -> Mapping[str, Any]:
+    """obj["metadata"], or {} when missing or not a mapping."""
+    return mapping(obj, "metadata")
+
+
+def spec(obj: object) -> Mapping[str, Any]:
+    """obj["spec"], or {} when missing or not a mapping."""
+    return mapping(obj, "spec")
+
+
+def status(obj: object) -> Mapping[str, Any]:
+    """obj["status"], or {} when missing or not a mapping."""
+    return mapping(obj, "status")
 
 
 def name(obj: KubeObject) -> str:

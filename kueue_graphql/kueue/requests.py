@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import Any
 
+from kueue_graphql.kueue.objects import items, mapping
 from kueue_graphql.kueue.quantity import EXACT, Quantity, parse_quantity
 
 __all__ = [
@@ -50,16 +51,6 @@ ADMISSION = "status.admission"
 RESOURCE_REQUESTS = "status.resourceRequests"
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _items(value: object) -> list[Mapping[str, Any]]:
-    if not isinstance(value, list | tuple):
-        return []
-    return [v for v in value if isinstance(v, Mapping)]
-
-
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -67,7 +58,7 @@ def _int(value: object) -> int | None:
 def resource_list(raw: object) -> Resources:
     """A ResourceList map parsed; entries that are not quantities are left out."""
     out: Resources = {}
-    for key, value in _mapping(raw).items():
+    for key, value in mapping(raw).items():
         if not isinstance(key, str) or not isinstance(value, str | int | float):
             continue
         try:
@@ -78,7 +69,7 @@ def resource_list(raw: object) -> Resources:
 
 
 def _container_requests(container: Mapping[str, Any]) -> Resources:
-    resources = _mapping(container.get("resources"))
+    resources = mapping(container, "resources")
     requests = resource_list(resources.get("limits"))
     requests.update(resource_list(resources.get("requests")))
     return requests
@@ -110,11 +101,11 @@ def _pod_level(resource: str) -> bool:
 def pod_requests(pod_spec: Mapping[str, Any]) -> Resources:
     """Effective per-pod requests of a PodSpec, as Kubernetes and Kueue count them."""
     requests: Resources = {}
-    for container in _items(pod_spec.get("containers")):
+    for container in items(pod_spec, "containers"):
         requests = add(requests, _container_requests(container))
     sidecars: Resources = {}
     init_peak: Resources = {}
-    for container in _items(pod_spec.get("initContainers")):
+    for container in items(pod_spec, "initContainers"):
         own = _container_requests(container)
         if container.get("restartPolicy") == "Always":
             # A sidecar keeps running next to the app containers, so it adds up with them.
@@ -124,7 +115,7 @@ def pod_requests(pod_spec: Mapping[str, Any]) -> Resources:
         else:
             init_peak = _maximum(init_peak, add(own, sidecars))
     requests = _maximum(requests, init_peak)
-    pod_level = resource_list(_mapping(pod_spec.get("resources")).get("requests"))
+    pod_level = resource_list(mapping(pod_spec, "resources").get("requests"))
     requests.update({k: v for k, v in pod_level.items() if _pod_level(k)})
     return add(requests, resource_list(pod_spec.get("overhead")))
 
@@ -153,11 +144,11 @@ def _spec_count(podset: Mapping[str, Any]) -> int:
 
 
 def _template_spec(podset: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _mapping(_mapping(podset.get("template")).get("spec"))
+    return mapping(podset, "template", "spec")
 
 
 def _podsets(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return _items(_mapping(workload.get("spec")).get("podSets"))
+    return items(workload, "spec", "podSets")
 
 
 def spec_podset_requests(workload: Mapping[str, Any]) -> list[PodSetRequests]:
@@ -198,19 +189,16 @@ def kueue_podset_requests(workload: Mapping[str, Any]) -> list[PodSetRequests]:
     status.admission (what is reserved) > status.resourceRequests (what the scheduler last
     computed) > the spec; counts exclude reclaimable pods.
     """
-    status = _mapping(workload.get("status"))
+    status = mapping(workload, "status")
     reclaimable: dict[str, int] = {}
-    for entry in _items(status.get("reclaimablePods")):
+    for entry in items(status, "reclaimablePods"):
         reclaimed = _int(entry.get("count"))
         if reclaimed is not None:
             reclaimable[str(entry.get("name"))] = reclaimed
-    assignments = {
-        str(a.get("name")): a
-        for a in _items(_mapping(status.get("admission")).get("podSetAssignments"))
-    }
+    assignments = {str(a.get("name")): a for a in items(status, "admission", "podSetAssignments")}
     recorded = {
         str(r.get("name")): resource_list(r.get("resources"))
-        for r in _items(status.get("resourceRequests"))
+        for r in items(status, "resourceRequests")
     }
     result = []
     for podset in _podsets(workload):
@@ -221,9 +209,7 @@ def kueue_podset_requests(workload: Mapping[str, Any]) -> list[PodSetRequests]:
         flavors: dict[str, str] = {}
         if assignment is not None:
             flavors = {
-                str(k): str(v)
-                for k, v in _mapping(assignment.get("flavors")).items()
-                if v is not None
+                str(k): str(v) for k, v in mapping(assignment, "flavors").items() if v is not None
             }
         usage = resource_list(assignment.get("resourceUsage")) if assignment is not None else {}
         if assignment is not None and usage:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import enum
 
+from kueue_graphql.kueue.objects import mapping, metadata
+
 __all__ = [
     "CLUSTER_QUEUE_ACTIVE_REASONS",
     "GRANULAR_PENDING_REASONS",
@@ -49,13 +51,11 @@ def kueue_version_of(deployment: object) -> str | None:
     the tag of the `manager` container's image (registry.k8s.io/kueue/kueue:v0.17.0)."""
     if not isinstance(deployment, dict):
         return None
-    labels = (deployment.get("metadata") or {}).get("labels") or {}
+    labels = metadata(deployment).get("labels") or {}
     version = labels.get("app.kubernetes.io/version")
     if isinstance(version, str) and version:
         return version
-    containers = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-        "containers"
-    ) or []
+    containers = mapping(deployment, "spec", "template", "spec").get("containers") or []
     for container in containers:
         if isinstance(container, dict) and container.get("name") == "manager":
             image = str(container.get("image") or "").split("@", 1)[0]

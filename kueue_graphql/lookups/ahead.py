@@ -41,6 +41,7 @@ from kueue_graphql.kueue.exact import (
     exact_arithmetic,
     parse_quantity,
 )
+from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.podsets import total_needs, workload_requests
 from kueue_graphql.kueue.vocabulary import WorkloadCondition
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, quota_view
@@ -54,14 +55,9 @@ NEEDS_CACHE = (
 )
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _entry(item: Mapping[str, Any]) -> AheadEntry:
     priority = item.get("priority")
-    created = _meta(item).get("creationTimestamp")
+    created = metadata(item).get("creationTimestamp")
     return AheadEntry(
         priority=priority if isinstance(priority, int) else 0,
         created=str(created) if created else None,
@@ -79,7 +75,7 @@ def _sum(workloads: Sequence[JsonObject]) -> dict[str, Decimal]:
 
 def _held(cluster_queue: JsonObject) -> dict[tuple[str, str], Decimal]:
     out: dict[tuple[str, str], Decimal] = {}
-    for flavor in (cluster_queue.get("status") or {}).get("flavorsReservation") or []:
+    for flavor in status(cluster_queue).get("flavorsReservation") or []:
         for res in flavor.get("resources") or []:
             try:
                 out[(str(flavor.get("name")), str(res.get("name")))] = parse_quantity(
@@ -100,7 +96,7 @@ def _time(raw: object) -> datetime | None:
 
 
 def _owner_job(workload: JsonObject) -> str | None:
-    for ref in _meta(workload).get("ownerReferences") or []:
+    for ref in metadata(workload).get("ownerReferences") or []:
         if ref.get("kind") == "Job" and str(ref.get("apiVersion", "")).startswith("batch/"):
             return str(ref.get("name"))
     return None
@@ -112,7 +108,7 @@ async def _job_of(reader: KueueReader, workload: JsonObject) -> tuple[JsonObject
     job_name = _owner_job(workload)
     if job_name is None:
         return None, ""
-    namespace = str(_meta(workload).get("namespace") or "")
+    namespace = str(metadata(workload).get("namespace") or "")
     try:
         return await reader.get(JOB, namespace, job_name), ""
     except ForbiddenError:
@@ -124,7 +120,7 @@ async def _job_of(reader: KueueReader, workload: JsonObject) -> tuple[JsonObject
 @exact_arithmetic
 def _holder(workload: JsonObject, job: JsonObject | None = None, unknown: str = "") -> Holder:
     reserved: dict[tuple[str, str], Decimal] = {}
-    admission = (workload.get("status") or {}).get("admission") or {}
+    admission = status(workload).get("admission") or {}
     for assignment in admission.get("podSetAssignments") or []:
         flavors = assignment.get("flavors") or {}
         for res, qty in (assignment.get("resourceUsage") or {}).items():
@@ -137,7 +133,7 @@ def _holder(workload: JsonObject, job: JsonObject | None = None, unknown: str = 
                 continue
             key = (str(flavor), str(res))
             reserved[key] = reserved.get(key, ZERO) + value
-    conditions = (workload.get("status") or {}).get("conditions") or []
+    conditions = status(workload).get("conditions") or []
     admitted_at = next(
         (
             _time(c.get("lastTransitionTime"))
@@ -146,8 +142,8 @@ def _holder(workload: JsonObject, job: JsonObject | None = None, unknown: str = 
         ),
         None,
     )
-    limit = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
-    past = (workload.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0
+    limit = spec(workload).get("maximumExecutionTimeSeconds")
+    past = status(workload).get("accumulatedPastExecutionTimeSeconds") or 0
     started, active_deadline = job_deadline(job)
     at, basis = holder_deadline(
         admitted_at,
@@ -207,7 +203,7 @@ async def _start(
     available = {(line.flavor, line.resource): line.available_now for line in lines}
     groups: list[list[str]] = []
     missing: dict[tuple[str, str], Decimal] = {}
-    for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
+    for group in spec(cluster_queue).get("resourceGroups") or []:
         covered = [r for r in group.get("coveredResources") or [] if r in needs]
         if not covered:
             continue
@@ -219,8 +215,8 @@ async def _start(
                 if free is None:
                     return StartEstimate(None, "no estimate: what the cohort can lend is unknown")
                 missing[(flavor, res)] = max(ZERO, ARITHMETIC.subtract(needs[res], free))
-    reserving = (cluster_queue.get("status") or {}).get("reservingWorkloads")
-    cq_name = str((cluster_queue.get("metadata") or {}).get("name"))
+    reserving = status(cluster_queue).get("reservingWorkloads")
+    cq_name = str(metadata(cluster_queue).get("name"))
     try:
         page = await reader.workloads(namespace)
         own = [w for w in page.items if holds_quota_in(w, cq_name)]
@@ -262,10 +258,10 @@ async def load_ahead(
 ) -> AheadInput | None:
     """None when the Workload is not in its LocalQueue's pending list (not pending)."""
     unavailable: list[str] = []
-    name = str(_meta(workload).get("name") or "")
-    me_priority = (workload.get("spec") or {}).get("priority")
+    name = str(metadata(workload).get("name") or "")
+    me_priority = spec(workload).get("priority")
     priority = me_priority if isinstance(me_priority, int) else 0
-    created = _meta(workload).get("creationTimestamp")
+    created = metadata(workload).get("creationTimestamp")
     access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, local_queue, "pendingworkloads")
     if not await reader.may(access):
         raise ForbiddenError(
@@ -286,7 +282,7 @@ async def load_ahead(
     own_ahead = [
         item
         for item in read.items[: read.items.index(found.item)]
-        if _meta(item).get("namespace") in (None, namespace)
+        if metadata(item).get("namespace") in (None, namespace)
     ]
     position = found.item.get("positionInClusterQueue")
     in_cq = position if isinstance(position, int) else None
@@ -294,9 +290,9 @@ async def load_ahead(
     local_requests: dict[str, Decimal] | None
     try:
         page = await reader.workloads(namespace, local_queue=local_queue)
-        by_name = {str(_meta(w).get("name")): w for w in page.items}
+        by_name = {str(metadata(w).get("name")): w for w in page.items}
         local_requests = _sum(
-            [by_name[n] for n in (str(_meta(i).get("name")) for i in own_ahead) if n in by_name]
+            [by_name[n] for n in (str(metadata(i).get("name")) for i in own_ahead) if n in by_name]
         )
     except ForbiddenError:
         local_requests = None
@@ -313,7 +309,7 @@ async def load_ahead(
         view = await quota_view(reader, policy, cluster_queue)
         cq = view.cluster_queue
         if not isinstance(cq, dx.Forbidden | dx.Absent):
-            strategy = (cq.get("spec") or {}).get("queueingStrategy")
+            strategy = spec(cq).get("queueingStrategy")
             if view.show_numbers:
                 held = _held(cq)
                 start = await _start(

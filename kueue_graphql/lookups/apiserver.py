@@ -24,10 +24,10 @@ from kueue_graphql.kube.resources import (
     Resource,
     canonical_kind,
 )
+from kueue_graphql.kueue.objects import JOB_UID_LABEL, metadata, spec
 from kueue_graphql.lookups.reader import NO_OWNER_READS, OwnerReads
 from kueue_graphql.lookups.selection import (
     CONTROLLER_UID_LABEL,
-    JOB_UID_LABEL,
     admitted_cluster_queue,
     cluster_queue_name_of,
     flavor_names,
@@ -35,15 +35,6 @@ from kueue_graphql.lookups.selection import (
     owners_workload,
     workload_matches,
 )
-
-
-def _meta(obj: JsonObject) -> JsonObject:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: JsonObject) -> JsonObject:
-    return obj.get("spec") or {}
-
 
 Select = Callable[[list[JsonObject]], Awaitable[list[JsonObject]]]
 
@@ -111,7 +102,7 @@ class ApiServerReader(RequestReads):
         return collector.page(complete=True)
 
     async def job_pods(self, job: JsonObject) -> list[JsonObject]:
-        meta = _meta(job)
+        meta = metadata(job)
         selector = f"{CONTROLLER_UID_LABEL}={meta.get('uid')}"
         return await self.list_objects(POD, meta.get("namespace"), label_selector=selector)
 
@@ -152,22 +143,22 @@ class ApiServerReader(RequestReads):
         """
         queue_keys = sorted(
             {
-                (str(_meta(w).get("namespace")), str(_spec(w).get("queueName")))
+                (str(metadata(w).get("namespace")), str(spec(w).get("queueName")))
                 for w in workloads
-                if not admitted_cluster_queue(w) and _spec(w).get("queueName")
+                if not admitted_cluster_queue(w) and spec(w).get("queueName")
             }
         )
         found = await asyncio.gather(
             *(self.find(LOCAL_QUEUE, ns, name) for ns, name in queue_keys), return_exceptions=True
         )
         queue_target = {
-            key: _spec(lq).get("clusterQueue") if isinstance(lq, dict) else None
+            key: spec(lq).get("clusterQueue") if isinstance(lq, dict) else None
             for key, lq in zip(queue_keys, found, strict=True)
         }
         result = []
         for workload in workloads:
             admitted_in = admitted_cluster_queue(workload)
-            key = (str(_meta(workload).get("namespace")), str(_spec(workload).get("queueName")))
+            key = (str(metadata(workload).get("namespace")), str(spec(workload).get("queueName")))
             if admitted_in == cluster_queue or (
                 not admitted_in and queue_target.get(key) == cluster_queue
             ):
@@ -188,7 +179,7 @@ class ApiServerReader(RequestReads):
             return [
                 q
                 for q in items
-                if cluster_queue is None or _spec(q).get("clusterQueue") == cluster_queue
+                if cluster_queue is None or spec(q).get("clusterQueue") == cluster_queue
             ]
 
         return await self._page(LOCAL_QUEUE, namespace, page, select)
@@ -204,22 +195,22 @@ class ApiServerReader(RequestReads):
             return [
                 q
                 for q in items
-                if (cohort is None or _spec(q).get("cohortName") == cohort)
+                if (cohort is None or spec(q).get("cohortName") == cohort)
                 and (flavor is None or flavor in flavor_names(q))
             ]
 
         return await self._page(CLUSTER_QUEUE, None, page, select)
 
     async def child_cohorts(self, cohort: str) -> list[JsonObject]:
-        return [c for c in await self.list_objects(COHORT) if _spec(c).get("parentName") == cohort]
+        return [c for c in await self.list_objects(COHORT) if spec(c).get("parentName") == cohort]
 
     async def cohort_names(self) -> list[str]:
         names = set()
         for cohort in await self.list_objects(COHORT):
-            names.add(str(_meta(cohort).get("name")))
-            if _spec(cohort).get("parentName"):
-                names.add(str(_spec(cohort)["parentName"]))
+            names.add(str(metadata(cohort).get("name")))
+            if spec(cohort).get("parentName"):
+                names.add(str(spec(cohort)["parentName"]))
         for queue in await self.list_objects(CLUSTER_QUEUE):
-            if _spec(queue).get("cohortName"):
-                names.add(str(_spec(queue)["cohortName"]))
+            if spec(queue).get("cohortName"):
+                names.add(str(spec(queue)["cohortName"]))
         return sorted(names)

@@ -19,27 +19,20 @@ from kueue_graphql.kube.resources import (
 )
 from kueue_graphql.kube.store import ANY, Indexer, IndexFunc, PostingKey, combinations
 from kueue_graphql.kueue.conditions import workload_status
+from kueue_graphql.kueue.objects import metadata, spec
 from kueue_graphql.lookups.selection import admitted_cluster_queue, flavor_names
-
-
-def _meta(obj: JsonObject) -> JsonObject:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: JsonObject) -> JsonObject:
-    return obj.get("spec") or {}
 
 
 def workload_keys(obj: JsonObject) -> list[PostingKey]:
     """("wl", namespace, queueName, admitted ClusterQueue or "", status) in every combination,
     and the owners (by uid, and by namespace/kind/name for callers who may not read them)."""
-    meta, spec = _meta(obj), _spec(obj)
+    meta, wl_spec = metadata(obj), spec(obj)
     namespace = str(meta.get("namespace") or "")
     keys = combinations(
         "wl",
         (
             namespace,
-            str(spec.get("queueName") or ""),
+            str(wl_spec.get("queueName") or ""),
             admitted_cluster_queue(obj) or "",
             workload_status(obj),
         ),
@@ -55,12 +48,12 @@ def workload_keys(obj: JsonObject) -> list[PostingKey]:
 
 def local_queue_keys(obj: JsonObject) -> list[PostingKey]:
     return combinations(
-        "lq", (str(_meta(obj).get("namespace") or ""), str(_spec(obj).get("clusterQueue") or ""))
+        "lq", (str(metadata(obj).get("namespace") or ""), str(spec(obj).get("clusterQueue") or ""))
     )
 
 
 def cluster_queue_keys(obj: JsonObject) -> list[PostingKey]:
-    cohort = str(_spec(obj).get("cohortName") or "")
+    cohort = str(spec(obj).get("cohortName") or "")
     keys: list[PostingKey] = [("cq", ANY, ANY), ("cq", cohort, ANY)]
     for flavor in sorted(flavor_names(obj)):
         keys += [("cq", ANY, flavor), ("cq", cohort, flavor)]
@@ -68,7 +61,7 @@ def cluster_queue_keys(obj: JsonObject) -> list[PostingKey]:
 
 
 def cohort_keys(obj: JsonObject) -> list[PostingKey]:
-    return [("cohort-parent", str(_spec(obj).get("parentName") or ""))]
+    return [("cohort-parent", str(spec(obj).get("parentName") or ""))]
 
 
 INDEXES: dict[Resource, IndexFunc | None] = {

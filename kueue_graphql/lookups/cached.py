@@ -45,13 +45,13 @@ from kueue_graphql.kube.resources import (
     canonical_kind,
 )
 from kueue_graphql.kube.store import ALL, ANY, Indexer, PostingKey, namespace_key
+from kueue_graphql.kueue.objects import JOB_UID_LABEL, items, labels, metadata, spec
 from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
 from kueue_graphql.lookups.reader import NO_OWNER_READS, OwnerReads
 from kueue_graphql.lookups.selection import (
     CONTROLLER_UID_LABEL,
     JOB_NAME_LABEL,
-    JOB_UID_LABEL,
     MAX_LABEL_VALUE,
     cluster_queue_name_of,
     field_selector,
@@ -61,14 +61,6 @@ from kueue_graphql.lookups.selection import (
     owner_uid,
     owners_workload,
 )
-
-
-def _meta(obj: JsonObject) -> JsonObject:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: JsonObject) -> JsonObject:
-    return obj.get("spec") or {}
 
 
 class CacheReader:
@@ -210,12 +202,12 @@ class CacheReader:
         # start beside the Job's read, _start_owner_reads), then kept by the Job's uid: a Pod
         # of an older Job of the same name is not this Job's. The Job controller puts both
         # labels on every Pod it creates.
-        meta = _meta(job)
+        meta = metadata(job)
         name, uid = str(meta.get("name") or ""), meta.get("uid")
         if not uid or len(name) > MAX_LABEL_VALUE:
             return await self.direct.job_pods(job)
         pods = await self._job_name_pods(meta.get("namespace"), name)
-        return [p for p in pods if (_meta(p).get("labels") or {}).get(CONTROLLER_UID_LABEL) == uid]
+        return [p for p in pods if labels(p).get(CONTROLLER_UID_LABEL) == uid]
 
     async def _job_name_pods(self, namespace: str | None, name: str) -> list[JsonObject]:
         selector = f"{JOB_NAME_LABEL}={name}"
@@ -290,8 +282,7 @@ class CacheReader:
             candidates = [
                 w
                 for w in store.items(("owner-uid", uid))
-                if _meta(w).get("namespace") == namespace
-                and (_meta(w).get("labels") or {}).get(JOB_UID_LABEL) == uid
+                if metadata(w).get("namespace") == namespace and labels(w).get(JOB_UID_LABEL) == uid
             ]
         else:
             candidates = store.items(("owner-name", namespace, kind.lower(), name))
@@ -326,9 +317,9 @@ class CacheReader:
         # read (the impersonated reads look each one up as the caller: same answer).
         keys: list[PostingKey] = [("wl", where, local_queue, cluster_queue, status)]
         pending = [
-            (str(_meta(q).get("namespace")), str(_meta(q).get("name")))
+            (str(metadata(q).get("namespace")), str(metadata(q).get("name")))
             for q in queues.items(("lq", where, cluster_queue))
-            if local_queue is None or _meta(q).get("name") == local_queue
+            if local_queue is None or metadata(q).get("name") == local_queue
         ]
         pending = [(ns, lq) for ns, lq in pending if store.count(("wl", ns, lq, "", status))]
         allowed = await asyncio.gather(
@@ -386,7 +377,7 @@ class CacheReader:
             return await self.direct.cohort_names()
         await self._require("list", COHORT, None)
         await self._require("list", CLUSTER_QUEUE, None)
-        names = {str(_meta(c).get("name")) for c in cohorts.items(ALL)}
+        names = {str(metadata(c).get("name")) for c in cohorts.items(ALL)}
         names |= {str(key[1]) for key in cohorts.keys_with("cohort-parent") if key[1]}
         names |= {str(key[1]) for key in queues.keys_with("cq") if key[1] and key[2] is ANY}
         return sorted(names)
@@ -396,8 +387,8 @@ def _queue_order(workload: JsonObject) -> tuple[int, str]:
     """Kueue v0.17's order of a ClusterQueue's pending Workloads (diagnosis/ahead.py): priority,
     higher first, then the queue timestamp: the eviction time of a Workload evicted and
     requeued (`requeuingTimestamp: Eviction`, the default), else its creation time."""
-    priority = _spec(workload).get("priority")
-    conditions = (workload.get("status") or {}).get("conditions") or []
+    priority = spec(workload).get("priority")
+    conditions = items(workload, "status", "conditions")
     evicted = next(
         (
             c.get("lastTransitionTime")
@@ -406,7 +397,7 @@ def _queue_order(workload: JsonObject) -> tuple[int, str]:
         ),
         None,
     )
-    stamp = evicted or _meta(workload).get("creationTimestamp") or ""
+    stamp = evicted or metadata(workload).get("creationTimestamp") or ""
     return -(priority if isinstance(priority, int) else 0), str(stamp)
 
 
@@ -454,12 +445,18 @@ class CachedQuotaReads:
             return await self._fallback.cluster_queue_pending(name, limit)
         pending: list[JsonObject] = []
         for queue in queues.items(("lq", ANY, name)):
-            key = ("wl", _meta(queue).get("namespace"), _meta(queue).get("name"), "", "pending")
-            pending += [w for w in workloads.items(key) if _spec(w).get("active") is not False]
+            key = (
+                "wl",
+                metadata(queue).get("namespace"),
+                metadata(queue).get("name"),
+                "",
+                "pending",
+            )
+            pending += [w for w in workloads.items(key) if spec(w).get("active") is not False]
         first = heapq.nsmallest(max(1, limit), pending, key=_queue_order)
         return [
             {
-                "metadata": {"creationTimestamp": _meta(w).get("creationTimestamp")},
+                "metadata": {"creationTimestamp": metadata(w).get("creationTimestamp")},
                 "priority": -_queue_order(w)[0],
                 "positionInClusterQueue": position,
             }

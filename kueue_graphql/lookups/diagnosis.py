@@ -30,23 +30,12 @@ from kueue_graphql.kube.resources import (
     WORKLOAD,
 )
 from kueue_graphql.kueue.model import known
+from kueue_graphql.kueue.objects import dig, metadata, spec, status
 from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import KueueReader
 
 T = TypeVar("T")
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
-
-
-def metadata(obj: JsonObject) -> JsonObject:
-    return obj.get("metadata") or {}
-
-
-def spec(obj: JsonObject) -> JsonObject:
-    return obj.get("spec") or {}
-
-
-def status(obj: JsonObject) -> JsonObject:
-    return obj.get("status") or {}
 
 
 ObservedObject = JsonObject | dx.Forbidden | dx.Absent
@@ -171,7 +160,7 @@ def _names_admission_check(cluster_queue: JsonObject) -> bool:
 
 
 def _quota_message(workload: JsonObject | None) -> str:
-    for c in status(workload or {}).get("conditions") or []:
+    for c in status(workload).get("conditions") or []:
         if c.get("type") == "QuotaReserved" and c.get("status") != "True":
             return str(c.get("message") or "")
     return ""
@@ -192,8 +181,8 @@ async def load_input(
     What the diagnosis cannot use is not read.
     """
     owner_obj, workload_obj = known(owner), known(workload)
-    queue = spec(workload_obj or {}).get("queueName") or (
-        (metadata(owner_obj or {}).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
+    queue = spec(workload_obj).get("queueName") or (
+        (metadata(owner_obj).get("labels") or {}).get("kueue.x-k8s.io/queue-name")
     )
 
     local_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no queue name"))
@@ -212,7 +201,7 @@ async def load_input(
     await _all(local_queue, pods_read, position_read, events_read)
     pods = pods_read.result()
 
-    admitted_in = (status(workload_obj or {}).get("admission") or {}).get("clusterQueue")
+    admitted_in = dig(workload_obj, "status", "admission", "clusterQueue")
     lq = known(local_queue.result())
     cq_name = admitted_in or (spec(lq).get("clusterQueue") if lq else None)
     unplaced = [p for p in (pods if isinstance(pods, list) else []) if not spec(p).get("nodeName")]
@@ -230,7 +219,7 @@ async def load_input(
     if "in flavor " in _quota_message(workload_obj):
         flavors = _start(lambda: observe(reader.list_objects(RESOURCE_FLAVOR)))
     checks: asyncio.Future[ObservedList] = _ready(dx.Absent("no admission checks"))
-    if status(workload_obj or {}).get("admissionChecks"):
+    if status(workload_obj).get("admissionChecks"):
         checks = _start(lambda: observe(reader.list_objects(ADMISSION_CHECK)))
     await _all(cluster_queue, nodes, pod_events, flavors, checks)
 

@@ -43,6 +43,7 @@ from kueue_graphql.kube.resources import (
     Resource,
 )
 from kueue_graphql.kueue.model import known
+from kueue_graphql.kueue.objects import spec
 from kueue_graphql.kueue.vocabulary import VISIBILITY_API_VERSION, VISIBILITY_GROUP
 from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import KueueReader
@@ -185,7 +186,7 @@ async def quota_view(
         members: dx.Observed[list[JsonObject]] = dx.Absent("not in a cohort")
         cohorts: dx.Observed[list[JsonObject]] = dx.Absent("not in a cohort")
         read_cq = known(cq)
-        if read_cq is not None and (read_cq.get("spec") or {}).get("cohortName"):
+        if read_cq is not None and spec(read_cq).get("cohortName"):
             members, cohorts = await asyncio.gather(
                 observe(reader.list_objects(CLUSTER_QUEUE)), observe(reader.list_objects(COHORT))
             )
@@ -209,7 +210,7 @@ async def quota_view(
     flavors_read = await observe(source.list_objects(RESOURCE_FLAVOR))
     members = cohorts = dx.Absent("not in a cohort")
     read_cq = known(service_cq)
-    if read_cq is not None and (read_cq.get("spec") or {}).get("cohortName"):
+    if read_cq is not None and spec(read_cq).get("cohortName"):
         members, cohorts = await asyncio.gather(
             observe(source.list_objects(CLUSTER_QUEUE)), observe(source.list_objects(COHORT))
         )

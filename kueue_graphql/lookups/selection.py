@@ -11,9 +11,9 @@ from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import LOCAL_QUEUE, Resource
 from kueue_graphql.kueue.conditions import workload_status
+from kueue_graphql.kueue.objects import dig, metadata, spec
+from kueue_graphql.kueue.objects import labels as labels_of
 
-# Kueue labels a Job's Workload with the Job's uid.
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 # The Job controller labels every Pod it creates with the Job's uid and with its name.
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -21,18 +21,14 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 MAX_LABEL_VALUE = 63
 
 
-def _spec(obj: JsonObject) -> JsonObject:
-    return obj.get("spec") or {}
-
-
 def workload_matches(obj: JsonObject, status: str | None, local_queue: str | None) -> bool:
     if status is not None and workload_status(obj) != status:
         return False
-    return local_queue is None or _spec(obj).get("queueName") == local_queue
+    return local_queue is None or spec(obj).get("queueName") == local_queue
 
 
 def admitted_cluster_queue(workload: JsonObject) -> str | None:
-    name = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
+    name = dig(workload, "status", "admission", "clusterQueue")
     return str(name) if name else None
 
 
@@ -55,7 +51,7 @@ async def owner_uid(reader: Finds, owner: Resource | None, namespace: str, name:
     if owner is None:
         return None
     try:
-        uid = ((await reader.get(owner, namespace, name)).get("metadata") or {}).get("uid")
+        uid = metadata(await reader.get(owner, namespace, name)).get("uid")
     except ForbiddenError:
         return None
     return str(uid) if uid else None
@@ -80,28 +76,28 @@ async def cluster_queue_name_of(reader: Finds, workload: JsonObject) -> str | No
     admitted_in = admitted_cluster_queue(workload)
     if admitted_in:
         return admitted_in
-    queue_name = _spec(workload).get("queueName")
+    queue_name = spec(workload).get("queueName")
     if not queue_name:
         return None
-    namespace = (workload.get("metadata") or {}).get("namespace")
+    namespace = metadata(workload).get("namespace")
     local_queue = await reader.find(LOCAL_QUEUE, namespace, queue_name)
     if local_queue is None:
         return None
-    name = _spec(local_queue).get("clusterQueue")
+    name = spec(local_queue).get("clusterQueue")
     return str(name) if name else None
 
 
 def flavor_names(cluster_queue: JsonObject) -> set[str]:
     return {
         str(flavor.get("name"))
-        for group in _spec(cluster_queue).get("resourceGroups") or []
+        for group in spec(cluster_queue).get("resourceGroups") or []
         for flavor in group.get("flavors") or []
     }
 
 
 def owned_by(workload: JsonObject, owner_uid: str | None, kind: str, name: str) -> bool:
     """Whether an ownerReference names the owner: by uid when known, else by kind and name."""
-    for ref in (workload.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in metadata(workload).get("ownerReferences") or []:
         if owner_uid and ref.get("uid") == owner_uid:
             return True
         same_kind = str(ref.get("kind", "")).lower() == kind.lower()
@@ -111,7 +107,7 @@ def owned_by(workload: JsonObject, owner_uid: str | None, kind: str, name: str) 
 
 
 def newest(objects: list[JsonObject]) -> JsonObject:
-    return max(objects, key=lambda o: str((o.get("metadata") or {}).get("creationTimestamp", "")))
+    return max(objects, key=lambda o: str(metadata(o).get("creationTimestamp", "")))
 
 
 _SELECTOR_TERM = re.compile(
@@ -148,7 +144,7 @@ def label_selector(selector: str | None) -> Callable[[JsonObject], bool] | None:
             requirements.append((match["key"], operator, frozenset({match["value"]})))
 
     def matches(obj: JsonObject) -> bool:
-        labels: dict[str, str] = (obj.get("metadata") or {}).get("labels") or {}
+        labels = labels_of(obj)
         for key, operator, values in requirements:
             if operator == "exists" and key not in labels:
                 return False
@@ -178,7 +174,7 @@ def field_selector(selector: str | None) -> Callable[[JsonObject], bool] | None:
         requirements.append((attribute, operator != "!=", value))
 
     def matches(obj: JsonObject) -> bool:
-        meta = obj.get("metadata") or {}
+        meta = metadata(obj)
         return all(
             (str(meta.get(attribute) or "") == value) is equal
             for attribute, equal, value in requirements

@@ -23,6 +23,7 @@ from kueue_graphql.kube.resources import (
 )
 from kueue_graphql.kueue.conditions import holds_quota_in
 from kueue_graphql.kueue.exact import ZERO, QuantityError, exact_arithmetic, parse_quantity
+from kueue_graphql.kueue.objects import items, mapping, metadata, spec, status
 from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaView, quota_view
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.whatif import (
@@ -55,13 +56,13 @@ async def job_pod_sets(
     """The pod sets Kueue would make for an existing Job, the LocalQueue it names, and its
     priority class (Kueue: the priority-class label, else the Pods' priorityClassName)."""
     job = await reader.get(JOB, namespace, name)
-    labels = (job.get("metadata") or {}).get("labels") or {}
+    labels = metadata(job).get("labels") or {}
     queue = labels.get(QUEUE_NAME_LABEL)
     ref: PriorityClassRef | None = None
     if labels.get(PRIORITY_CLASS_LABEL):
         ref = PriorityClassRef(str(labels[PRIORITY_CLASS_LABEL]), workload_only=True)
     else:
-        pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        pod = mapping(job, "spec", "template", "spec")
         if pod.get("priorityClassName"):
             ref = PriorityClassRef(str(pod["priorityClassName"]), pod_only=True)
     return pod_sets_from_job(job), str(queue) if queue else None, ref
@@ -81,7 +82,7 @@ async def _class_value(
         if not policy.enabled or policy.source is None:
             raise
         listed = await policy.source.list_objects(resource)
-        found = [o for o in listed if (o.get("metadata") or {}).get("name") == name]
+        found = [o for o in listed if metadata(o).get("name") == name]
         if not found:
             return None
         obj = found[0]
@@ -116,9 +117,8 @@ def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate 
     """An admitted (quota-reserved, not finished, not evicted) Workload of the ClusterQueue."""
     if not holds_quota_in(workload, cluster_queue):
         return None
-    status = workload.get("status") or {}
-    admission = status.get("admission") or {}
-    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    admission = mapping(workload, "status", "admission")
+    conditions = {c.get("type"): c for c in items(workload, "status", "conditions")}
     reserved_cond = conditions.get("QuotaReserved") or {}
     if (conditions.get("Evicted") or {}).get("status") == "True":
         return None
@@ -134,7 +134,7 @@ def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate 
                 continue
             key = (str(flavors[res]), str(res))
             reserved[key] = reserved.get(key, ZERO) + value
-    priority = (workload.get("spec") or {}).get("priority")
+    priority = spec(workload).get("priority")
     return PreemptionCandidate(
         priority=priority if isinstance(priority, int) else 0,
         admitted_at=str(reserved_cond.get("lastTransitionTime") or ""),
@@ -150,7 +150,7 @@ async def _candidates(
     cq = view.cluster_queue
     if not isinstance(cq, dict):
         return [], False
-    policy = (cq.get("spec") or {}).get("preemption") or {}
+    policy = spec(cq).get("preemption") or {}
     if policy.get("withinClusterQueue") not in ("LowerPriority", "LowerOrNewerEqualPriority"):
         return [], False
     try:
@@ -158,7 +158,7 @@ async def _candidates(
     except ForbiddenError:
         return [], False
     found = [c for w in page.items if (c := _candidate(w, view.cluster_queue_name)) is not None]
-    reserving = (cq.get("status") or {}).get("reservingWorkloads")
+    reserving = status(cq).get("reservingWorkloads")
     return found, isinstance(reserving, int) and reserving <= len(found)
 
 
@@ -182,7 +182,7 @@ async def _namespace_labels(
         ns = await reader.get(NAMESPACE, None, namespace)
     except (ForbiddenError, NotFoundError) as error:  # then the selector is not checked
         return dx.Forbidden(str(error))
-    return dict((ns.get("metadata") or {}).get("labels") or {})
+    return dict(metadata(ns).get("labels") or {})
 
 
 async def load_what_if(
@@ -199,7 +199,7 @@ async def load_what_if(
     if not local_queue:
         raise BadRequestError("whatIf needs a localQueue (or a fromJob whose Job names one)")
     lq: JsonObject = await reader.get(LOCAL_QUEUE, namespace, local_queue)
-    cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
+    cq_name = str(spec(lq).get("clusterQueue") or "")
     if not cq_name:
         raise BadRequestError(f"LocalQueue {local_queue} names no ClusterQueue")
     if priority is None:

@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from kueue_graphql.cli import _parser, settings_from
+from kueue_graphql.cli import _parser
+from kueue_graphql.cli.serve import settings_from
 from tests.cluster.driver import Cluster
 from tests.query_bombs import fan_out
 from tests.service.conftest import Server, running_server

@@ -18,7 +18,8 @@ import pytest
 import strawberry
 from graphql import parse, specified_rules
 
-from kueue_graphql.cli import _parser, main, settings_from
+from kueue_graphql.cli import _parser, main
+from kueue_graphql.cli.serve import settings_from
 from kueue_graphql.graph.query_cost import QueryLimits, QueryRefusedError, measure_document
 from kueue_graphql.graph.schema import DocumentChecks, build_schema
 from tests.legit_queries import diagnosis_query, docs_queries

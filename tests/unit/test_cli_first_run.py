@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kueue_graphql.cli import _parser, parse_target
+from kueue_graphql.cli import _parser
+from kueue_graphql.cli.local import parse_target
 
 
 def run(

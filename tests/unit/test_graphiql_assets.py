@@ -11,7 +11,8 @@ import httpx
 import pytest
 import strawberry
 
-from kueue_graphql.cli import _parser, main, settings_from
+from kueue_graphql.cli import _parser, main
+from kueue_graphql.cli.serve import settings_from
 from kueue_graphql.http import ServerSettings, build_app
 from kueue_graphql.http.graphiql import GRAPHIQL_ASSETS, GraphiQLAssetsError
 from kueue_graphql.http.services import build_services

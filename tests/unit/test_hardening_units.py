@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from kueue_graphql.auth import bearer_token
-from kueue_graphql.cli import _parser, main, settings_from
+from kueue_graphql.cli import _parser, main
+from kueue_graphql.cli.serve import settings_from
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.http.access_log import REDACTED, RedactQueryTokens, redact_path
 from kueue_graphql.http.json_input import json_depth

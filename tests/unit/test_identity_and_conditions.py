@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from kueue_graphql.core.identity import Identity
-from kueue_graphql.kueue.conditions import find_condition, holds_quota_in, workload_status
+from kueue_graphql.kueue.conditions import holds_quota_in, workload_status
+from kueue_graphql.kueue.objects import condition as find_condition
 
 CAPTURED = Path(__file__).parents[1] / "fixtures" / "captured"
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from kueue_graphql.auth.authenticators import audience_confirmed
-from kueue_graphql.cli import _parser, settings_from, settings_problem
+from kueue_graphql.cli import _parser
+from kueue_graphql.cli.serve import settings_from, settings_problem
 from kueue_graphql.http.server import ByListener, Listener, listener_problem
 from tests.unit.test_cli_first_run import kubeconfig, one_line_refusal, run
 

@@ -1,7 +1,8 @@
 import pytest
 from graphql import GraphQLError
 
-from kueue_graphql.cli import _parser, is_loopback, main, settings_from
+from kueue_graphql.cli import _parser, main
+from kueue_graphql.cli.serve import is_loopback, settings_from
 from kueue_graphql.core.errors import BadRequestError, ForbiddenError
 from kueue_graphql.graph.errors import coded_error
 from kueue_graphql.graph.pagination import paginate
