@@ -9,7 +9,7 @@ RUN := $(UV) run --frozen
 # Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench bench-reads bench-cpu bench-scale bench-bomb bench-units bench-subs image wheel clean
+.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench bench-reads bench-cpu bench-scale bench-bomb bench-units bench-subs bench-cli image wheel clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -66,6 +66,9 @@ bench-subs: install ## 200 live subscriptions: change->push p50/p95, memory/sub,
 
 bench-bomb: install ## query bombs: server CPU per refusal, apiCalls, /healthz delay (control plane must be up)
 	$(RUN) python benchmarks/query_bomb.py $(BENCH_ARGS)
+
+bench-cli: install ## CPU seconds of kueue-graphql --help/--version/why --help against a bare interpreter (no control plane)
+	$(RUN) python benchmarks/cli_start.py $(BENCH_ARGS)
 
 bench-units: install ## analysis units and analysis CPU of the largest docs queries and the query bombs (no control plane)
 	$(RUN) python benchmarks/analysis_units.py $(BENCH_ARGS)

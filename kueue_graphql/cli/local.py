@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kueue_graphql.cli.render import WHY_QUERY, render_diagnosis, render_what_if
-from kueue_graphql.http import AuthMode, ServerSettings
+from kueue_graphql.cli.render import WHAT_IF_QUERY, WHY_QUERY, render_diagnosis, render_what_if
+from kueue_graphql.kube.kubeconfig_error import KubeConfigError
 from kueue_graphql.kube.resources import canonical_kind
-from kueue_graphql.kube.transport import KubeConfigError
 from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 
 __all__ = ["VERDICT_EXIT", "fits", "parse_target", "what_if_pod_set", "why"]
@@ -127,6 +126,9 @@ async def _execute(
     from kueue_graphql.kube.transport import build_api_client, close_api_client
 
     api_client = await build_api_client(args.kubeconfig, args.context, False)
+    from kueue_graphql.core.modes import AuthMode
+    from kueue_graphql.http.settings import ServerSettings
+
     settings = ServerSettings(
         kubeconfig=args.kubeconfig, kube_context=args.context, auth_mode=AuthMode.LOCAL
     )
@@ -180,8 +182,6 @@ def _print(
 
 async def why(args: argparse.Namespace) -> int:
     """`diagnose` (or with --what-if, `whatIf(fromJob:)`) for one target."""
-    from kueue_graphql.graph.whatif import WHAT_IF_QUERY
-
     try:
         namespace, kind, name = parse_target(
             args.target,
@@ -214,8 +214,6 @@ async def why(args: argparse.Namespace) -> int:
 
 async def fits(args: argparse.Namespace) -> int:
     """`whatIf(podSets:)` for the pod set the flags describe."""
-    from kueue_graphql.graph.whatif import WHAT_IF_QUERY
-
     try:
         if args.pods < 1:
             raise ValueError("--pods must be at least 1")

@@ -49,6 +49,36 @@ query Why($namespace: String!, $kind: String!, $name: String!) {
 """
 
 
+# The query behind `kueue-graphql fits` and `why --what-if`.
+WHAT_IF_QUERY = """
+query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetInput!],
+             $fromJob: ObjectNameInput, $priority: Int) {
+  whatIf(namespace: $namespace, localQueue: $localQueue, podSets: $podSets, fromJob: $fromJob,
+         priority: $priority) {
+    verdict limitedBy summary clusterQueueName numbersFrom detail kueueMessage admissionChecks
+    priority priorityClass preempts
+    localQueue { name }
+    podSets {
+      name count
+      requests { resource value { quantity } } totalRequests { resource value { quantity } }
+      resourceGroups {
+        resources flavor verdict limitedBy borrows borrowingLevel mayPreempt preemptsFirstIn
+        preempts
+        attempts { flavor verdict borrows borrowingLevel reasons }
+      }
+    }
+    quota {
+      flavor resource verdict limitedBy cohort
+      requested { quantity } nominalQuota { quantity } borrowingLimit { quantity }
+      lendingLimit { quantity } reserved { quantity } availableNow { quantity }
+      maximumCapacity { quantity }
+    }
+    nextSteps
+  }
+}
+"""
+
+
 def _q(amount: Any) -> str:
     return str(amount["quantity"]) if isinstance(amount, dict) else "-"
 

@@ -12,13 +12,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from kueue_graphql.context import LiveLimits, RequestLimits
+from kueue_graphql.core.modes import QuotaDisclosure, ReadMode
 from kueue_graphql.graph.schema import QueryLimits
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
 from kueue_graphql.http.persisted import TrustedDocumentsError
-from kueue_graphql.http.settings import ReadMode
-from kueue_graphql.kube.transport import KubeConfigError
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
+from kueue_graphql.kube.kubeconfig_error import KubeConfigError
 
 if TYPE_CHECKING:
     from kueue_graphql.http.server import Listener

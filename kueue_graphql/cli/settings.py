@@ -17,14 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kueue_graphql.http.settings import (
+from kueue_graphql.core.modes import (
     MAX_READYZ_TIMEOUT_SECONDS,
     MAX_TOKEN_CACHE_TTL_SECONDS,
     MIN_ANALYSIS_BACKSTOP_SECONDS,
     AuthMode,
+    QuotaDisclosure,
     ReadMode,
 )
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
 
 ENV_PREFIX = "KUEUE_GRAPHQL_"
 TRUE_WORDS = ("true", "1", "yes", "on")

@@ -14,13 +14,14 @@ from typing import Any
 
 from kueue_graphql.context.live import LiveRegistry
 from kueue_graphql.core.identity import Identity
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.changes import ChangeSources
 from kueue_graphql.kube.client import ApiCallMeter, KubeClient
 from kueue_graphql.kube.informer_factory import SharedInformerFactory
 from kueue_graphql.lookups import ApiServerReader, KueueReader
 from kueue_graphql.lookups.cached import CachedQuotaReads, CacheReader
-from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, ServiceQuotaReads
+from kueue_graphql.lookups.disclosure import DisclosurePolicy, ServiceQuotaReads
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX
 from kueue_graphql.lookups.disclosure import NumbersSource
 from kueue_graphql.lookups.whatif import PriorityClassRef, job_pod_sets, load_what_if
 
-__all__ = ["WHAT_IF_QUERY", "WhatIf", "WhatIfQuery"]
+__all__ = ["WhatIf", "WhatIfQuery"]
 
 strawberry.enum(
     NumbersSource,
@@ -398,34 +398,3 @@ class WhatIfQuery:
         return WhatIf(
             result=wi.what_if(loaded.input), source=loaded.view.numbers_from, namespace=namespace
         )
-
-
-# -- the query behind `kueue-graphql fits` and `why --what-if` -------------------------------
-
-WHAT_IF_QUERY = """
-query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetInput!],
-             $fromJob: ObjectNameInput, $priority: Int) {
-  whatIf(namespace: $namespace, localQueue: $localQueue, podSets: $podSets, fromJob: $fromJob,
-         priority: $priority) {
-    verdict limitedBy summary clusterQueueName numbersFrom detail kueueMessage admissionChecks
-    priority priorityClass preempts
-    localQueue { name }
-    podSets {
-      name count
-      requests { resource value { quantity } } totalRequests { resource value { quantity } }
-      resourceGroups {
-        resources flavor verdict limitedBy borrows borrowingLevel mayPreempt preemptsFirstIn
-        preempts
-        attempts { flavor verdict borrows borrowingLevel reasons }
-      }
-    }
-    quota {
-      flavor resource verdict limitedBy cohort
-      requested { quantity } nominalQuota { quantity } borrowingLimit { quantity }
-      lendingLimit { quantity } reserved { quantity } availableNow { quantity }
-      maximumCapacity { quantity }
-    }
-    nextSteps
-  }
-}
-"""

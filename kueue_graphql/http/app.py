@@ -18,6 +18,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 
+from kueue_graphql.core.modes import AuthMode, ReadMode
 from kueue_graphql.http.access_log import install_access_log_redaction
 from kueue_graphql.http.document_size import document_size_limit
 from kueue_graphql.http.gate import GraphQLGate
@@ -34,7 +35,7 @@ from kueue_graphql.http.middleware import (
 from kueue_graphql.http.observe import REQUEST_ID_HEADER, RequestLog
 from kueue_graphql.http.probes import healthz, readyz
 from kueue_graphql.http.services import build_services
-from kueue_graphql.http.settings import AuthMode, ReadMode, ServerSettings
+from kueue_graphql.http.settings import ServerSettings
 from kueue_graphql.http.view import GraphQLView
 from kueue_graphql.http.ws_log import install_ws_task_log_filter
 from kueue_graphql.kube.authz import service_identity_problems

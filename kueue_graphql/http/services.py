@@ -12,8 +12,9 @@ from kueue_graphql.auth import (
     TokenReviewAuthenticator,
 )
 from kueue_graphql.context import LiveRegistry
+from kueue_graphql.core.modes import AuthMode
 from kueue_graphql.http.memory import FreeMemoryReturner, glibc_malloc_trim
-from kueue_graphql.http.settings import AuthMode, ServerSettings
+from kueue_graphql.http.settings import ServerSettings
 from kueue_graphql.kube.authz import Authorizer
 from kueue_graphql.kube.cache_changes import CacheChanges
 from kueue_graphql.kube.changes import ChangeSources, WatchSources

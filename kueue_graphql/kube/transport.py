@@ -34,6 +34,8 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import rest as k8s_rest
 from multidict import CIMultiDict
 
+from kueue_graphql.kube.kubeconfig_error import KubeConfigError
+
 IMPERSONATE_PREFIX = "impersonate-"
 
 
@@ -135,10 +137,6 @@ def assert_no_impersonation_defaults(api_client: Any) -> None:
     for name in api_client.default_headers:
         if name.lower().startswith(IMPERSONATE_PREFIX):
             raise RuntimeError(f"shared ApiClient must not carry default header {name}")
-
-
-class KubeConfigError(Exception):
-    """The Kubernetes client cannot be configured; the message says what to do."""
 
 
 IN_CLUSTER_SECRETS = Path("/var/run/secrets/kubernetes.io/serviceaccount")

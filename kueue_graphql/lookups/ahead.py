@@ -20,6 +20,7 @@ from typing import Any
 
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError, UnavailableError
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.diagnosis.ahead import AheadEntry, AheadInput
 from kueue_graphql.diagnosis.headroom import headroom
 from kueue_graphql.diagnosis.position import own_entry
@@ -44,7 +45,7 @@ from kueue_graphql.kueue.exact import (
 from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.podsets import total_needs, workload_requests
 from kueue_graphql.kueue.vocabulary import WorkloadCondition
-from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaDisclosure, quota_view
+from kueue_graphql.lookups.disclosure import DisclosurePolicy, quota_view
 from kueue_graphql.lookups.reader import KueueReader
 
 __all__ = ["load_ahead"]

@@ -22,10 +22,10 @@ import asyncio
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Protocol
 
 from kueue_graphql import diagnosis as dx
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.core.names import check_name
 from kueue_graphql.kube.client import (
     ApiCallMeter,
@@ -63,12 +63,6 @@ __all__ = [
     "ServiceQuotaReads",
     "quota_view",
 ]
-
-
-class QuotaDisclosure(StrEnum):
-    NONE = "none"
-    VERDICT = "verdict"
-    QUOTA = "quota"
 
 
 class NumbersSource(enum.Enum):

@@ -39,10 +39,9 @@ from typing import Any
 import httpx
 import yaml
 
-from kueue_graphql.cli.render import WHY_QUERY
-from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+from kueue_graphql.cli.render import WHAT_IF_QUERY, WHY_QUERY
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.kueue.exact import parse_quantity
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.http_limits import SERVER_CLIENT_LIMITS
 from tests.kueue_port.cases import Case, Manifest, Step, load_cases

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.http import ReadMode
 from kueue_graphql.kube.client import ApiCall
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server, server_in_mode
 from tests.teardown import remove, remove_namespace

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kueue_graphql.graph.whatif import WHAT_IF_QUERY
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
+from kueue_graphql.cli.render import WHAT_IF_QUERY
+from kueue_graphql.core.modes import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+from kueue_graphql.cli.render import WHAT_IF_QUERY
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.http import ReadMode
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server, server_in_mode
 

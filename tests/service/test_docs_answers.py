@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from graphql import OperationDefinitionNode, parse
 
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.http import ReadMode
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.legit_queries import PrintedAnswer, docs_printed_answers
 from tests.service.conftest import Server, server_in_mode

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.kueue.exact import parse_quantity
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
 

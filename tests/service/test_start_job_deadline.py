@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
+from kueue_graphql.core.modes import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
 from tests.teardown import remove, remove_namespace

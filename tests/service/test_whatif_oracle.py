@@ -32,9 +32,9 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+from kueue_graphql.cli.render import WHAT_IF_QUERY
+from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.kueue.exact import format_quantity, parse_quantity
-from kueue_graphql.lookups.disclosure import QuotaDisclosure
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, running_server
 from tests.teardown import remove, remove_namespace

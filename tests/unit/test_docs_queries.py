@@ -54,8 +54,7 @@ def test_example_is_valid_against_the_schema(where: str, query: str) -> None:
 
 def _shipped_documents() -> list[tuple[str, str]]:
     """The docs' examples and the queries the package itself sends (the CLI's)."""
-    from kueue_graphql.cli.render import WHY_QUERY
-    from kueue_graphql.graph.whatif import WHAT_IF_QUERY
+    from kueue_graphql.cli.render import WHAT_IF_QUERY, WHY_QUERY
 
     return [*examples(), ("cli/render.py#WHY_QUERY", WHY_QUERY), ("WHAT_IF_QUERY", WHAT_IF_QUERY)]
 
