@@ -185,12 +185,14 @@ async def read_all(sub: Subscriber, names: dict[str, str], got: Received) -> Non
             got.all_first.set()
 
 
-def recomputes(text: str) -> float:
-    return sum(
-        float(line.split()[-1])
-        for line in text.splitlines()
-        if line.startswith("kueue_graphql_subscription_recomputes_total{")
-    )
+def recomputes(text: str) -> dict[str, float]:
+    """Recomputes so far, by cause (change, access, inputs)."""
+    by_cause: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("kueue_graphql_subscription_recomputes_total{"):
+            cause = line.split('cause="', 1)[1].split('"', 1)[0]
+            by_cause[cause] = by_cause.get(cause, 0.0) + float(line.split()[-1])
+    return by_cause
 
 
 async def metrics_text(http: aiohttp.ClientSession, url: str) -> str:
@@ -224,12 +226,15 @@ async def phase(
     await asyncio.sleep(2)  # the last changes' pushes
     elapsed = time.monotonic() - started
     used = cpu_seconds(pid) - cpu
-    again = recomputes(await metrics_text(http, url)) - before
+    after = recomputes(await metrics_text(http, url))
+    again = ", ".join(
+        f"{cause} {after[cause] - before.get(cause, 0.0):.0f}" for cause in sorted(after)
+    )
     per_change = f", {1000 * used / len(changes):.1f} ms CPU/change" if changes else ""
     print(
         f"{name:10s} {len(changes)} changes in {seconds:g} s: server {used / elapsed:.3f} cores"
         f"{per_change}, {got.messages - messages} messages / {got.bytes - sent_bytes} bytes "
-        f"pushed, {again:.0f} recomputes"
+        f"pushed, recomputes: {again or 'none'}"
     )
     return changes, messages
 
