@@ -9,7 +9,7 @@ RUN := $(UV) run --frozen
 # Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench bench-reads bench-cpu bench-scale bench-bomb bench-units bench-subs bench-cli image wheel clean
+.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench bench-reads bench-cpu bench-scale bench-bomb bench-units bench-subs bench-cli bench-live image wheel clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -63,6 +63,9 @@ bench-scale: install ## list queries at 1k and 10k pending Workloads: latency, b
 
 bench-subs: install ## 200 live subscriptions: change->push p50/p95, memory/sub, CPU/push, fds/tasks/RSS after close (control plane up)
 	$(RUN) nice python benchmarks/subscriptions.py --subscriptions 200 $(BENCH_ARGS)
+
+bench-live: install ## N diagnosis subscriptions under unrelated/related Workload changes: CPU idle and per change, change->push p50/p95, bytes, RSS (control plane up)
+	$(RUN) nice python benchmarks/live.py $(BENCH_ARGS)
 
 bench-bomb: install ## query bombs: server CPU per refusal, apiCalls, /healthz delay (control plane must be up)
 	$(RUN) python benchmarks/query_bomb.py $(BENCH_ARGS)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+import dataclasses
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
 from enum import Enum
 
 import strawberry
@@ -26,14 +27,18 @@ import strawberry
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import BadRequestError, NotFoundError
+from kueue_graphql.core.identity import Identity
 from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.common import LIVE_READS, Info
 from kueue_graphql.graph.diagnosis import Diagnosis, diagnose_object
 from kueue_graphql.graph.workload import Workload, WorkloadStatus
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
+from kueue_graphql.kube.dependencies import Dependency
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD
 from kueue_graphql.kueue.objects import metadata, status
+from kueue_graphql.lookups.recording import RecordingReader, changed_since
+from kueue_graphql.observe.metrics import SUBSCRIPTION_RECHECKS, SUBSCRIPTION_RECOMPUTES
 
 
 def _fresh(info: Info) -> RequestContext:
@@ -49,10 +54,15 @@ def _fresh(info: Info) -> RequestContext:
 async def _recomputes(
     info: Info, targets: Sequence[WatchTarget]
 ) -> AsyncGenerator[RequestContext, None]:
-    """A fresh context now, then one after each (coalesced) change and at least every re-check
-    interval. The caller computes its answer with each; LIVE_READS makes the fields of what it
-    pushes resolve as the same caller, through the same context."""
-    context = _fresh(info)
+    """A fresh context now, then one after each (coalesced) change of what the last answer
+    was computed from. The caller computes its answer with each; LIVE_READS makes the fields of
+    what it pushes resolve as the same caller, through the same context.
+
+    Each context's reads are recorded (lookups/recording.py): the change source then wakes
+    this stream only for a change touching one of them. Every re-check interval of quiet, the
+    identity and each access decision are asked again, and the inputs no watch sees (e.g. a
+    queue position) are read again; only when one of them differs is the answer recomputed."""
+    context, recorder = _recording(_fresh(info))
     registry = info.context.live
     changes_from = info.context.changes
     assert registry is not None  # checked by _fresh
@@ -65,16 +75,60 @@ async def _recomputes(
         yield context
         changes = changes_from.open(identity if context.impersonate else None, targets)
         try:
+            unseen = changes.depend_on(recorder.recorded)
             while True:
                 if await changes.wait(limits.recheck_seconds):
                     # Let the rest of a burst arrive; it is absorbed by this recompute.
                     await asyncio.sleep(limits.coalesce_seconds)
                     await changes.wait(0)
-                context = _fresh(info)
+                    fresh, fresh_recorder = _recording(_fresh(info))
+                    cause: str | None = "change"
+                else:
+                    fresh, fresh_recorder = _recording(_fresh(info))
+                    cause = await _recheck(fresh, identity, context, recorder, unseen)
+                    if cause is None:
+                        SUBSCRIPTION_RECHECKS.labels("unchanged").inc()
+                        continue
+                    SUBSCRIPTION_RECHECKS.labels("changed").inc()
+                SUBSCRIPTION_RECOMPUTES.labels(info.field_name, cause or "change").inc()
+                context, recorder = fresh, fresh_recorder
                 LIVE_READS.set(context.reads)
                 yield context
+                unseen = changes.depend_on(recorder.recorded)
         finally:
             await changes.close()
+
+
+def _recording(context: RequestContext) -> tuple[RequestContext, RecordingReader]:
+    recorder = RecordingReader(context.reads)
+    return dataclasses.replace(context, reads=recorder), recorder
+
+
+async def _recheck(
+    fresh: RequestContext,
+    identity: Identity,
+    last: RequestContext,
+    recorded: RecordingReader,
+    unseen: Collection[Dependency],
+) -> str | None:
+    """Why the answer must be computed again after a quiet interval, or None: "access" when
+    the caller is no longer exactly `identity` or an access decision the last answer depended
+    on changed (TokenReview and SubjectAccessReview, asked anew through their short caches);
+    "inputs" when an input no watch sees reads differently. Any error says "access": the
+    recompute then meets it and ends the stream with it (UNAUTHENTICATED, UNAVAILABLE, ...)."""
+    decisions = last.reads.decisions()
+    accesses = list(decisions)
+    try:
+        if await fresh.reads.identity() != identity:
+            return "access"
+        now = await asyncio.gather(*(fresh.reads.may(access) for access in accesses))
+    except Exception:
+        return "access"
+    if any(now[i] != decisions[access] for i, access in enumerate(accesses)):
+        return "access"
+    if await changed_since(fresh.reads, recorded.recorded, unseen):
+        return "inputs"
+    return None
 
 
 def _version(obj: JsonObject | None) -> str | None:

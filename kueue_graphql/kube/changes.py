@@ -3,7 +3,7 @@
 `ChangeSource` is the small interface a subscription waits on ("something it depends on may have
 changed"). `WatchChanges` is the `impersonate` read mode's source: it opens Kubernetes watches AS
 THE CALLER (impersonation headers), so the API server enforces RBAC on the stream itself. A
-shared-informer (`cache` read mode) source can implement the same interface later.
+shared-informer (`cache` read mode) source implements the same interface (cache_changes.py).
 
 Pending changes are one flag, not a queue: a burst of watch events while the subscriber is busy
 (or slow to read) is one wake-up, so memory per subscription is bounded whatever the event rate.
@@ -16,7 +16,7 @@ import contextlib
 import contextvars
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +24,7 @@ import aiohttp
 
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.client import KubeClient, impersonation_headers
+from kueue_graphql.kube.dependencies import Dependency, touched_by, touches_any
 from kueue_graphql.kube.resources import Resource
 from kueue_graphql.kueue.objects import metadata
 
@@ -38,6 +39,12 @@ _RETRY_SECONDS = 5.0
 class ChangeSource(Protocol):
     async def wait(self, quiet_seconds: float) -> bool:
         """True when something changed since the last call, False after `quiet_seconds` of quiet."""
+        ...
+
+    def depend_on(self, dependencies: Collection[Dependency]) -> set[Dependency]:
+        """From now on, wake only for a change that touches one of `dependencies` (until
+        called, every change of the targets wakes). Returns those of them this source does not
+        see: the subscription reads them again at its periodic re-check."""
         ...
 
     async def close(self) -> None: ...
@@ -68,15 +75,26 @@ class WatchSources:
         return WatchChanges(self._client, identity, targets)
 
 
+def _covers(target: WatchTarget, key: Dependency) -> bool:
+    if str(target.resource) != key.resource:
+        return False
+    if target.namespace is not None and target.namespace != key.namespace:
+        return False
+    return target.field_selector is None or target.field_selector == f"metadata.name={key.name}"
+
+
 class WatchChanges:
-    """Watches as the caller; every event (after the initial list) sets the pending flag."""
+    """Watches as the caller; an event that touches a dependency (every event, until
+    `depend_on` is called) sets the pending flag."""
 
     def __init__(
         self, client: KubeClient, identity: Identity | None, targets: Sequence[WatchTarget]
     ) -> None:
         self._client = client
         self._identity = identity
+        self._targets = tuple(targets)
         self._changed = asyncio.Event()
+        self._dependencies: frozenset[Dependency] | None = None
         self.events_seen = 0
         # Each watch in an empty context: its connection and timers (a read timeout of
         # _WATCH_SECONDS + 30 s stays scheduled after the watch is cancelled) would otherwise
@@ -99,6 +117,10 @@ class WatchChanges:
         changed = self._changed.is_set()
         self._changed.clear()
         return changed
+
+    def depend_on(self, dependencies: Collection[Dependency]) -> set[Dependency]:
+        self._dependencies = frozenset(dependencies)
+        return {d for d in dependencies if not any(_covers(t, d) for t in self._targets)}
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -159,7 +181,11 @@ class WatchChanges:
                 if kind == "BOOKMARK":
                     continue
                 self.events_seen += 1
-                self._changed.set()
+                dependencies = self._dependencies
+                if dependencies is None or touches_any(
+                    touched_by(target.resource, obj), dependencies
+                ):
+                    self._changed.set()
         finally:
             # close, not release: an unfinished watch stream cannot go back into the pool.
             response.close()

@@ -95,6 +95,9 @@ class RequestReads:
             (("resourceVersion", "0"),) if from_watch_cache else ()
         )
         self._access = DataLoader[Access, bool](load_fn=self._load_access)
+        # Every access decision this request's reads depended on (a subscription's periodic
+        # re-check asks exactly these again).
+        self._decisions: dict[Access, bool] = {}
         self._objects = DataLoader[ObjectKey, JsonObject](load_fn=self._load_objects)
         self._lists = DataLoader[ListKey, list[JsonObject]](load_fn=self._load_lists)
         self._pending = DataLoader[tuple[str, str], PendingRead](load_fn=self._load_pending)
@@ -117,10 +120,17 @@ class RequestReads:
             *(self.authorizer.allowed(identity, access, self.meter) for access in accesses),
             return_exceptions=True,
         )
+        for access, result in zip(accesses, results, strict=True):
+            if isinstance(result, bool):
+                self._decisions[access] = result
         return list(results)
 
     async def may(self, access: Access) -> bool:
         return await self._access.load(access)
+
+    def decisions(self) -> dict[Access, bool]:
+        """Every access decision this request's reads depended on, so far."""
+        return dict(self._decisions)
 
     async def require(self, access: Access) -> None:
         if not await self.may(access):

@@ -84,6 +84,9 @@ class CacheReader:
     async def may(self, access: Access) -> bool:
         return await self.direct.may(access)
 
+    def decisions(self) -> dict[Access, bool]:
+        return self.direct.decisions()
+
     async def _require(self, verb: str, resource: Resource, namespace: str | None) -> None:
         await self.direct.require(Access(verb, resource, namespace))
 

@@ -45,6 +45,10 @@ class KueueReader(Protocol):
 
     async def may(self, access: Access) -> bool: ...
 
+    def decisions(self) -> dict[Access, bool]:
+        """Every access decision this request's answers depended on, so far."""
+        ...
+
     def cache_report(self) -> JsonObject | None:
         """How fresh the cached data this request read is (None: nothing came from a cache),
         for the response's `extensions`."""

@@ -108,6 +108,23 @@ SUBSCRIPTION_MESSAGES = Counter(
     ["field"],
     registry=REGISTRY,
 )
+SUBSCRIPTION_RECOMPUTES = Counter(
+    "kueue_graphql_subscription_recomputes",
+    "Answers a subscription computed again, by cause: change (a change touched one of the "
+    "answer's dependencies), access (the periodic re-check found the caller's identity or an "
+    "access decision changed) or inputs (the re-check read an input no watch sees, e.g. a "
+    "queue position, and it had changed). A re-check that finds nothing changed recomputes "
+    "nothing. By subscription field (diagnosis, workload, ...).",
+    ["field", "cause"],
+    registry=REGISTRY,
+)
+SUBSCRIPTION_RECHECKS = Counter(
+    "kueue_graphql_subscription_rechecks",
+    "Periodic re-checks of quiet subscriptions, by outcome: unchanged (nothing recomputed) or "
+    "changed (the answer is computed again).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 SUBSCRIPTIONS_ENDED = Counter(
     "kueue_graphql_subscriptions_ended",
     "Subscriptions ended, by reason: closed (the client completed or went away), completed "

@@ -19,6 +19,7 @@ import pytest
 
 from kueue_graphql.context import LiveLimits
 from kueue_graphql.http import ReadMode
+from kueue_graphql.observe.metrics import REGISTRY
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import Subscriber, subscriber
@@ -59,6 +60,29 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: lq-live, namespace: team-a}
 spec: {clusterQueue: cq-live-1cpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq-live, namespace: team-b}
+spec: {clusterQueue: cq-live-1cpu}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: cq-live-other}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: standard
+      resources:
+      - {name: cpu, nominalQuota: "1"}
+      - {name: memory, nominalQuota: 4Gi}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq-live-other, namespace: team-a}
+spec: {clusterQueue: cq-live-other}
 ---
 apiVersion: v1
 kind: ServiceAccount
@@ -119,8 +143,15 @@ HEAP_JOB = JOB.replace("live-quota-held", "live-heap-held").replace('"2"', '"16"
 SCENARIO_OBJECTS = (
     ("job", "live-quota-held", "-n", "team-a"),
     ("job", "live-heap-held", "-n", "team-a"),
+    ("workload", "live-mine", "-n", "team-a"),
+    ("workload", "live-unrelated", "-n", "team-a"),
+    ("workload", "live-behind", "-n", "team-a"),
+    ("workload", "live-ahead", "-n", "team-b"),
     ("localqueue", "lq-live", "-n", "team-a"),
+    ("localqueue", "lq-live", "-n", "team-b"),
+    ("localqueue", "lq-live-other", "-n", "team-a"),
     ("clusterqueue", "cq-live-1cpu"),
+    ("clusterqueue", "cq-live-other"),
     ("rolebinding", "live-watcher-tenant-reader", "-n", "team-a"),
     ("serviceaccount", "live-watcher", "-n", "team-a"),
 )
@@ -295,6 +326,156 @@ async def test_another_namespace_is_forbidden_and_nothing_else(
             message
         )
         assert (await next_message(sub, SETTLE_SECONDS))["type"] == "complete"
+
+
+def _pending_workload(namespace: str, name: str, queue: str, priority: int) -> str:
+    """A Workload (no Job) that asks for more than its 1-CPU ClusterQueue has: pending."""
+    return json.dumps(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "queueName": queue,
+                "priority": priority,
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": 1,
+                        "template": {
+                            "spec": {
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {
+                                        "name": "main",
+                                        "image": "registry.invalid/kueue-graphql/sleep:never",
+                                        "resources": {"requests": {"cpu": "2"}},
+                                    }
+                                ],
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )
+
+
+def _metric(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def _recomputes(cause: str) -> float:
+    return _metric("kueue_graphql_subscription_recomputes_total", field="diagnosis", cause=cause)
+
+
+DIAGNOSIS_POSITION = """
+subscription Live($ns: String!, $name: String!) {
+  diagnosis(namespace: $ns, kind: "Workload", name: $name) {
+    stage
+    queuePosition { positionInClusterQueue }
+  }
+}
+"""
+
+WORKLOAD_STREAM = """
+subscription W($ns: String!, $name: String!) {
+  workload(namespace: $ns, name: $name) { type workload { name } }
+}
+"""
+
+
+async def _until_position(sub: Subscriber, position: int | None) -> int:
+    """Messages until one with `position` (None: any number); that position."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    seen: list[object] = []
+    while True:
+        try:
+            message = await next_message(sub, max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            raise AssertionError(f"no position {position}; pushed: {seen}") from None
+        assert message["type"] == "next", message
+        assert "errors" not in message["payload"], message
+        found = message["payload"]["data"]["diagnosis"]["queuePosition"]["positionInClusterQueue"]
+        seen.append(found)
+        if found == position or (position is None and isinstance(found, int)):
+            return int(found)
+
+
+@pytest.mark.both_read_modes
+async def test_an_unrelated_workload_change_recomputes_nothing(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    """A change of a Workload of the same namespace in another ClusterQueue wakes no diagnosis
+    that does not depend on it; a change of its own Workload does (issue 26: every change of
+    the namespace recomputed every diagnosis subscription of it). Counted, not timed: the
+    unrelated change is known to have reached the server when a `workload` stream of it has
+    pushed it, and the related change made after it is counted as exactly one recompute."""
+    _apply(cluster, _pending_workload("team-a", "live-mine", "lq-live", 0))
+    _apply(cluster, _pending_workload("team-a", "live-unrelated", "lq-live-other", 0))
+    token = cluster.token("alice")
+    async with (
+        subscriber(live_server.url, token) as sub,
+        subscriber(live_server.url, token) as probe,
+    ):
+        await probe.subscribe("1", WORKLOAD_STREAM, {"ns": "team-a", "name": "live-unrelated"})
+        assert (await next_message(probe, SETTLE_SECONDS))["type"] == "next"
+        await sub.subscribe(
+            "1", DIAGNOSIS, {"ns": "team-a", "kind": "Workload", "name": "live-mine"}
+        )
+        first = await next_message(sub, SETTLE_SECONDS)
+        assert "errors" not in first["payload"], first
+        # Quiet: a re-check of each stream found nothing changed (the watches' first events,
+        # in `impersonate` mode, are behind).
+        quiet = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
+
+        async def both_rechecked() -> bool:
+            now = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
+            return now >= quiet + 2
+
+        await async_wait_until("two quiet re-checks", both_rechecked)
+        before = _recomputes("change")
+        cluster.kubectl(
+            "annotate", "workload", "live-unrelated", "-n", "team-a", "--overwrite", "probe=1"
+        )
+        while True:  # the unrelated change has reached the server
+            pushed = await next_message(probe, SETTLE_SECONDS)
+            assert pushed["type"] == "next", pushed
+            if pushed["payload"]["data"]["workload"]["type"] == "UPDATED":
+                break
+        cluster.kubectl(
+            "annotate", "workload", "live-mine", "-n", "team-a", "--overwrite", "probe=1"
+        )
+
+        async def recomputed() -> bool:
+            return _recomputes("change") >= before + 1
+
+        await async_wait_until("the related change recomputed", recomputed)
+        assert _recomputes("change") == before + 1
+
+
+@pytest.mark.both_read_modes
+async def test_a_position_moved_by_another_namespace_reaches_the_subscriber(
+    live_server: Server, cluster: Cluster, scenario: None
+) -> None:
+    """alice's Workload is behind one of team-b (which she may not see) in the same
+    ClusterQueue; when that one leaves, her position is pushed. In `cache` mode the change of
+    the other namespace's Workload wakes the stream; in `impersonate` mode, whose watches see
+    team-a only, the re-check reads the position again (within the re-check interval), unless
+    Kueue rewrites her Workload's status meanwhile. The lesson of defb23d: a stream that
+    recomputed nothing while quiet never saw this change."""
+    _apply(cluster, _pending_workload("team-b", "live-ahead", "lq-live", 100))
+    _apply(cluster, _pending_workload("team-a", "live-behind", "lq-live", 0))
+    async with subscriber(live_server.url, cluster.token("alice")) as sub:
+        await sub.subscribe("1", DIAGNOSIS_POSITION, {"ns": "team-a", "name": "live-behind"})
+        # Behind live-ahead (and any other pending Workload of the ClusterQueue).
+        behind = await _until_position(sub, None)
+        assert behind >= 1, behind
+        before = _recomputes("change") + _recomputes("inputs")
+        cluster.kubectl("delete", "workload", "live-ahead", "-n", "team-b")
+        await _until_position(sub, behind - 1)
+        # Recomputed for a change or an input read again, not for the access re-check.
+        assert _recomputes("change") + _recomputes("inputs") > before
 
 
 @pytest.mark.both_read_modes

@@ -16,6 +16,7 @@ import pytest
 from kueue_graphql.kube.cache_changes import CacheChanges
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import ApiCallMeter
+from kueue_graphql.kube.dependencies import object_key, position_key
 from kueue_graphql.kube.paging import Page, PageRequest, object_order_key, page_of
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kube.store import ALL, ANY, Indexer, namespace_key
@@ -354,7 +355,52 @@ async def test_cache_changes_wake_a_subscription_after_the_store_has_the_change(
     finally:
         await by_name.close()
         await whole_namespace.close()
-    assert not store._listeners
+    # Closed subscriptions wait on nothing (the store keeps the one dispatching listener).
+    assert changes.indexed() == 0
+
+
+async def test_cache_changes_wake_only_on_a_dependency() -> None:
+    """After `depend_on`, a change wakes a subscription only when it touches one of its
+    dependencies; a Workload of another namespace in the same ClusterQueue touches a position
+    (issue 26: every change of the namespace woke every subscription)."""
+    cache = kueue_cache(None)
+    queues = cache.stores[LOCAL_QUEUE]
+    queues.replace(
+        [
+            {"metadata": {"namespace": ns, "name": "lq"}, "spec": {"clusterQueue": cq}}
+            for ns, cq in (("team-a", "cq-1"), ("team-b", "cq-1"), ("team-c", "cq-2"))
+        ],
+        "1",
+    )
+    store = cache.stores[WORKLOAD]
+    ours = _pending_workload("team-a", "ours", "lq", 0, "2026-01-01T00:00:00Z")
+    store.replace([copy.deepcopy(ours)], "1")
+    changes = CacheChanges(cache, _NoOtherChanges())
+    sub = changes.open(None, [WatchTarget(WORKLOAD, "team-a")])
+    try:
+        unseen = sub.depend_on(
+            {object_key(WORKLOAD, "team-a", "ours"), position_key("team-a", "lq")}
+        )
+        # A position is also read again at the re-check (Kueue's own queue may lag).
+        assert unseen == {position_key("team-a", "lq")}
+        # Same namespace, another ClusterQueue: nothing.
+        unrelated = _pending_workload("team-a", "other", "lq-c", 0, "2026-01-01T00:00:00Z")
+        store.apply("ADDED", unrelated, "2")
+        assert await sub.wait(0.01) is False
+        # Another namespace, another ClusterQueue: nothing.
+        store.apply("ADDED", _pending_workload("team-c", "x", "lq", 5, "2026-01-01T00:00:01Z"), "3")
+        assert await sub.wait(0.01) is False
+        # Another namespace, the same ClusterQueue: its position may move.
+        store.apply("ADDED", _pending_workload("team-b", "y", "lq", 5, "2026-01-01T00:00:01Z"), "4")
+        assert await sub.wait(0.01) is True
+        # The Workload itself.
+        changed = copy.deepcopy(ours)
+        changed["metadata"]["labels"] = {"changed": "yes"}
+        store.apply("MODIFIED", changed, "5")
+        assert await sub.wait(0.01) is True
+    finally:
+        await sub.close()
+    assert changes.indexed() == 0
 
 
 def _pending_workload(
