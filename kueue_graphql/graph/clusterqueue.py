@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from kueue_graphql.graph.cohort import Cohort
     from kueue_graphql.graph.localqueue import LocalQueue
     from kueue_graphql.graph.resourceflavor import ResourceFlavor
-    from kueue_graphql.graph.workload import Workload, WorkloadStatus
 
 
 @strawberry.type(description="Quota of one resource in one flavor (`resourceGroups[].flavors[]`).")
@@ -173,23 +172,10 @@ class ClusterQueue(KubeObject):
         items = (await reads(info).local_queues(cluster_queue=self.ref_name)).items
         return [LocalQueue.from_json(q) for q in items]
 
-    @field(description="Workloads admitted here or pending in one of its LocalQueues, paged.")
-    async def workloads(
-        self,
-        info: Info,
-        first: int,
-        after: str | None = None,
-        status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
-        | None = None,
-    ) -> Connection[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
-        from kueue_graphql.graph.workload import Workload
-
-        found = await reads(info).workloads(
-            cluster_queue=self.ref_name,
-            status=status.value if status is not None else None,
-            page=page_request(info, first, after),
-        )
-        return connection(found, Workload.from_json)
+    workloads = strawberry.field(
+        resolver=queue_fields.workloads,
+        description="Workloads admitted here or pending in one of its LocalQueues, paged.",
+    )
 
 
 @strawberry.type

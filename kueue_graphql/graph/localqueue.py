@@ -16,7 +16,6 @@ from kueue_graphql.kueue.objects import spec
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
     from kueue_graphql.graph.headroom import QueueQuota
-    from kueue_graphql.graph.workload import Workload, WorkloadStatus
 
 
 @strawberry.type(description="kueue.x-k8s.io/v1beta2 LocalQueue.")
@@ -59,24 +58,10 @@ class LocalQueue(KubeObject):
     flavors_reservation = strawberry.field(resolver=queue_fields.flavors_reservation)
     flavors_usage = strawberry.field(resolver=queue_fields.flavors_usage)
 
-    @field(description="Workloads submitted to this LocalQueue, paged.")
-    async def workloads(
-        self,
-        info: Info,
-        first: int,
-        after: str | None = None,
-        status: Annotated[WorkloadStatus, strawberry.lazy("kueue_graphql.graph.workload")]
-        | None = None,
-    ) -> Connection[Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")]] | None:
-        from kueue_graphql.graph.workload import Workload
-
-        found = await reads(info).workloads(
-            self.ref_namespace,
-            local_queue=self.ref_name,
-            status=status.value if status is not None else None,
-            page=page_request(info, first, after),
-        )
-        return connection(found, Workload.from_json)
+    workloads = strawberry.field(
+        resolver=queue_fields.workloads,
+        description="Workloads submitted to this LocalQueue, paged.",
+    )
 
 
 @strawberry.type
