@@ -34,6 +34,10 @@ TIMING_DEPENDENT = {
     "(fresh or long-lived control plane; same on defb23d, before the Decimal change): diagnose's "
     "quota line says FITS_NOW while Kueue's QuotaReserved=False message still says insufficient "
     "(issue-21 class: stale reasons)",
+    "s-hold-cq-priorities": "the ClusterQueue twin of s-hold-lq-priorities: agreed in every run "
+    "until the fresh-clone run of bdb31ca (5 Dec 2026, 1 of 3 full runs), where diagnose's quota "
+    "line said FITS_NOW while Kueue's QuotaReserved=False message still said insufficient after "
+    "the hold was lifted (issue-21 class: stale reasons)",
 }
 
 
