@@ -14,9 +14,10 @@ export UV_PYTHON_DOWNLOADS := never
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-install: ## create .venv with the locked dependencies (uv.lock)
+install: ## create .venv with the locked dependencies (uv.lock), and fetch GraphiQL's files (npm)
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
 	$(UV) sync --frozen
+	$(RUN) python scripts/fetch_graphiql_assets.py
 
 lint: install ## ruff lint and format check
 	$(RUN) ruff check .
@@ -46,8 +47,8 @@ cluster-status: install ## is the control plane up?
 demo: install ## control plane + scenarios + the server + GraphiQL, with a ready token and query
 	$(RUN) python -m tests.cluster.demo
 
-graphiql-assets: install ## fetch GraphiQL's JS/CSS with npm pack into .cache/graphiql-assets (for --graphiql-assets)
-	$(RUN) python scripts/fetch_graphiql_assets.py .cache/graphiql-assets
+graphiql-assets: install ## fetch GraphiQL's JS/CSS with npm pack (sha256-checked) into kueue_graphql/http/graphiql_assets, for the wheel
+	$(RUN) python scripts/fetch_graphiql_assets.py
 
 bench: install ## admission path in both read modes vs an ideal raw client: latency, API calls, throughput, CPU, RSS (control plane up)
 	$(RUN) python benchmarks/admission_path.py $(BENCH_ARGS)
@@ -79,11 +80,11 @@ bench-units: install ## analysis units and analysis CPU of the largest docs quer
 IMAGE ?= kueue-graphql:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-image: ## build the container image (Containerfile) with podman or docker; IMAGE=name:tag
+image: graphiql-assets ## build the container image (Containerfile) with podman or docker; IMAGE=name:tag
 	@test -n "$(ENGINE)" || { echo "make image needs podman or docker; none is on PATH" >&2; exit 2; }
 	$(ENGINE) build -f Containerfile -t $(IMAGE) .
 
-wheel: install ## build the wheel into dist/ (what the image installs)
+wheel: graphiql-assets ## build the wheel into dist/ (what the image installs), GraphiQL's files inside
 	$(UV) build --wheel --out-dir dist
 
 schema: install ## regenerate schema/schema.graphql from the code

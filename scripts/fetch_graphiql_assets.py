@@ -1,10 +1,12 @@
-"""Fetch GraphiQL's JavaScript and CSS from the npm registry, for `serve --graphiql-assets DIR`.
+"""Fetch GraphiQL's JavaScript and CSS from the npm registry, into the package (for the wheel).
 
 For each pinned package of strawberry's GraphiQL page (GRAPHIQL_ASSETS in
 kueue_graphql/http/graphiql.py) runs `npm pack <package>@<version>` (the npm registry, no CDN;
 npm checks the tarball against the registry's integrity hash), extracts only the files the page
-loads into DIR (default .cache/graphiql-assets) and checks each against the SHA-256 committed in
-scripts/graphiql-assets.sha256. Files already in DIR with the right hash are kept (no npm call).
+loads and their licences into DIR (default kueue_graphql/http/graphiql_assets, git-ignored, which
+the wheel carries) and checks each against the SHA-256 committed in
+kueue_graphql/http/graphiql_assets.sha256. Files already in DIR with the right hash are kept
+(no npm call).
 
     uv run python scripts/fetch_graphiql_assets.py [DIR]        # or: make graphiql-assets
 """
@@ -13,22 +15,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from kueue_graphql.http.graphiql import GRAPHIQL_ASSETS
+from kueue_graphql.http.graphiql import (
+    ASSET_SUMS,
+    GRAPHIQL_ASSETS,
+    GRAPHIQL_LICENSES,
+    PACKAGED_ASSETS,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DIR = REPO / ".cache" / "graphiql-assets"
-SUMS = Path(__file__).resolve().parent / "graphiql-assets.sha256"
+# The files the page loads and their licences.
+FILES = {**GRAPHIQL_ASSETS, **GRAPHIQL_LICENSES}
 
 
 def expected_sums() -> dict[str, str]:
     """`sha256sum` format: '<hex>  <file>' per line."""
-    pairs = (line.split() for line in SUMS.read_text().splitlines() if line.strip())
+    pairs = (line.split() for line in ASSET_SUMS.read_text().splitlines() if line.strip())
     return {name: digest for digest, name in pairs}
 
 
@@ -47,13 +54,18 @@ def fetch(directory: Path) -> None:
     sums = expected_sums()
     directory.mkdir(parents=True, exist_ok=True)
     wanted: dict[str, dict[str, str]] = {}  # package spec -> {path in tarball: local name}
-    for asset, local in GRAPHIQL_ASSETS.items():
+    for asset, local in FILES.items():
         target = directory / local
         if target.is_file() and sha256(target) == sums[local]:
             print(f"  kept     {local} (sha256 ok)")
             continue
         spec, path = split(asset)
         wanted.setdefault(spec, {})[path] = local
+    if wanted and shutil.which("npm") is None:
+        raise SystemExit(
+            "npm not found: GraphiQL's files are fetched with `npm pack` from the npm registry; "
+            "install Node.js (npm), or run the server with --no-graphiql"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         for spec, files in wanted.items():
             npm = subprocess.run(
@@ -79,14 +91,15 @@ def fetch(directory: Path) -> None:
                     print(f"  fetched  {local} from {spec}/{member.name.partition('/')[2]}")
             if files:
                 raise SystemExit(f"{spec}: not in the tarball: {', '.join(files)}")
-    bad = [name for name in GRAPHIQL_ASSETS.values() if sha256(directory / name) != sums[name]]
+    bad = [name for name in FILES.values() if sha256(directory / name) != sums[name]]
     if bad:
         for name in bad:
             (directory / name).unlink()
-        raise SystemExit(f"sha256 mismatch (removed): {', '.join(bad)}; see {SUMS}")
-    print(f"{len(GRAPHIQL_ASSETS)} GraphiQL files in {directory}, sha256 verified against {SUMS}")
-    print(f"serve them: kueue-graphql serve --graphiql-assets {directory} ...")
+        raise SystemExit(f"sha256 mismatch (removed): {', '.join(bad)}; see {ASSET_SUMS}")
+    print(f"{len(FILES)} GraphiQL files (with licences) in {directory}, sha256 as in {ASSET_SUMS}")
+    if directory.resolve() != PACKAGED_ASSETS:
+        print(f"serve them: kueue-graphql serve --graphiql-assets {directory} ...")
 
 
 if __name__ == "__main__":
-    fetch(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DIR)
+    fetch(Path(sys.argv[1]) if len(sys.argv) > 1 else PACKAGED_ASSETS)

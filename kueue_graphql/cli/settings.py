@@ -240,8 +240,9 @@ SERVE: tuple[Setting, ...] = (
         "--graphiql-assets",
         Kind.PATH,
         None,
-        "serve GraphiQL's JavaScript and CSS from DIR (fetched by `make graphiql-assets`) "
-        "instead of loading them from unpkg.com",
+        "serve GraphiQL's JavaScript and CSS from DIR (the same pinned file names, e.g. from "
+        "`scripts/fetch_graphiql_assets.py DIR`) instead of the copies packaged with "
+        "kueue-graphql; GraphiQL never loads anything from the internet",
         metavar="DIR",
     ),
     Setting(

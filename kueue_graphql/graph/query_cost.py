@@ -8,7 +8,8 @@ reviewed. Here each fragment is measured once and its measure reused wherever it
 expanded figures (fields, aliases, cost) are then compared with the limits as numbers.
 
 The figures, per operation (the largest over the document's operations is compared):
-- depth: how many fields deep the deepest field is (top-level fields are at depth 0);
+- depth: how many fields deep the deepest field is (top-level fields are at depth 0;
+  introspection's `ofType` adds no level);
 - fields and aliases: how many fields (and aliased fields) the response would have if every
   fragment were expanded, regardless of the data;
 - cost: fields weighted by the page sizes of the lists around them (`first`, or
@@ -207,11 +208,15 @@ class _Walk:
         if node.alias is not None:
             total.aliases += 1
         if node.selection_set is not None:
-            if level + 1 > self.limits.max_depth:
+            # Introspection's `__Type.ofType` (one type, never a list; no other type of the schema
+            # has the name) unwraps List/NonNull: a chain of them adds no level. The standard
+            # introspection query (graphql-js', GraphiQL's) nests it seven deep, for depth 14.
+            below = level if node.name.value == "ofType" else level + 1
+            if below > self.limits.max_depth:
                 raise QueryRefusedError(
                     f"the query exceeds maximum operation depth of {self.limits.max_depth}"
                 )
-            children = self.selection_set(node.selection_set, level + 1)
+            children = self.selection_set(node.selection_set, below)
             total.depth = max(total.depth, children.depth)
             total.fields += children.fields
             total.aliases += children.aliases

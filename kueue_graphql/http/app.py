@@ -22,10 +22,7 @@ from kueue_graphql.core.modes import AuthMode, ReadMode
 from kueue_graphql.http.access_log import install_access_log_redaction
 from kueue_graphql.http.document_size import document_size_limit
 from kueue_graphql.http.gate import GraphQLGate
-from kueue_graphql.http.graphiql import (
-    ASSETS_MOUNT,
-    GraphiQLAssets,
-)
+from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, assets_directory
 from kueue_graphql.http.middleware import (
     BodySizeLimit,
     ConcurrencyLimit,
@@ -152,9 +149,11 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         # Subscriptions: graphql-transport-ws (and the legacy graphql-ws) on the same path.
         WebSocketRoute("/graphql", view),
     ]
-    if settings.graphiql and settings.graphiql_assets is not None:
-        # Refuses to start (GraphiQLAssetsError) when a file is missing.
-        routes.append(Mount(ASSETS_MOUNT, app=GraphiQLAssets(settings.graphiql_assets)))
+    if settings.graphiql:
+        # The packaged files, or --graphiql-assets DIR's; refuses to start (GraphiQLAssetsError)
+        # when a file is missing.
+        assets = GraphiQLAssets(assets_directory(settings.graphiql_assets))
+        routes.append(Mount(ASSETS_MOUNT, app=assets))
     return Starlette(
         routes=routes,
         middleware=[

@@ -24,7 +24,7 @@ class ServerSettings:
     # Authorization header); subscriptions never.
     allow_get_queries: bool = True
     graphiql: bool = True
-    # GraphiQL's JavaScript and CSS from this directory instead of unpkg.com (None: unpkg.com).
+    # GraphiQL's JavaScript and CSS from this directory (None: the copies packaged in the wheel).
     graphiql_assets: Path | None = None
     max_body_bytes: int = 64 * 1024
     # Apollo's automatic persisted queries: bytes of documents kept by hash (0: off).

@@ -11,7 +11,7 @@ from typing import Any, cast
 from cross_web import HTTPException
 from graphql import GraphQLError, GraphQLSchema, parse, validate
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
@@ -32,10 +32,7 @@ from kueue_graphql.context import RequestContext
 from kueue_graphql.core.errors import ErrorCode, ServiceError, UnauthenticatedError
 from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http.document_size import document_size_limit
-from kueue_graphql.http.graphiql import (
-    headerless_page,
-    local_asset_page,
-)
+from kueue_graphql.http.graphiql import content_security_policy, graphiql_page
 from kueue_graphql.http.json_input import JsonInputError, decode_json
 from kueue_graphql.http.media import ResponseMedia, negotiate
 from kueue_graphql.http.middleware import (
@@ -155,12 +152,10 @@ class GraphQLView(GraphQL[RequestContext, None]):
             max_operation_name_length=settings.max_operation_name_length,
             trusted=trusted,
         )
-        # GraphiQL would keep the Authorization header (a bearer token) in the browser's
-        # localStorage; keep it only for the page's lifetime.
-        html: str = headerless_page(super().graphql_ide_html)
-        if settings.graphiql and settings.graphiql_assets is not None:
-            # Its JavaScript and CSS from this server instead of unpkg.com.
-            html = local_asset_page(html)
+        # GraphiQL's files from this server (never unpkg.com), no header (a bearer token) kept in
+        # the browser's localStorage, the schema fetched with the pasted headers.
+        html: str = graphiql_page(super().graphql_ide_html)
+        self._graphiql_csp = content_security_policy(html)
         self._graphiql_html = html
 
     def _checked_trusted_documents(self, path: Path) -> dict[str, str]:
@@ -182,6 +177,16 @@ class GraphQLView(GraphQL[RequestContext, None]):
     @property
     def graphql_ide_html(self) -> str:
         return self._graphiql_html
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return HTMLResponse(
+            self._graphiql_html,
+            headers={
+                "Content-Security-Policy": self._graphiql_csp,
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+            },
+        )
 
     def should_render_graphql_ide(self, request: Any) -> bool:
         # A GET with only a persisted query's hash is a query, not a request for the page.

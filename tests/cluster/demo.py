@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +17,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from tests.cluster.driver import DEFAULT_STATE_DIR, Cluster, up
 
@@ -61,24 +59,6 @@ def _wait_ready(url: str, server: subprocess.Popen[bytes], timeout: float = 60) 
     raise SystemExit(f"kueue-graphql did not become ready at {url}/readyz within {timeout:.0f}s")
 
 
-def _graphiql_assets() -> list[str]:
-    """GraphiQL's JS/CSS served locally (fetched with npm, once), else loaded from unpkg.com."""
-    if shutil.which("npm") is None:
-        print(
-            "npm not found: GraphiQL will load its JavaScript from unpkg.com (a browser without "
-            "internet stays at 'Loading...'); install npm for locally served files",
-            file=sys.stderr,
-        )
-        return []
-    repo = Path(__file__).resolve().parents[2]
-    directory = repo / ".cache" / "graphiql-assets"
-    script = repo / "scripts" / "fetch_graphiql_assets.py"
-    if subprocess.run([sys.executable, str(script), str(directory)], check=False).returncode:
-        print("GraphiQL will load its JavaScript from unpkg.com", file=sys.stderr)
-        return []
-    return ["--graphiql-assets", str(directory)]
-
-
 def main() -> int:
     state_dir = DEFAULT_STATE_DIR
     cluster = Cluster(state_dir)
@@ -92,7 +72,6 @@ def main() -> int:
     if not _port_free(host, port):
         raise SystemExit(f"port {port} is busy: set KGQL_DEMO_PORT to another port")
     url = f"http://{host}:{port}"
-    graphiql_assets = _graphiql_assets()
     server = subprocess.Popen(
         [
             sys.executable,
@@ -107,7 +86,6 @@ def main() -> int:
             host,
             "--port",
             str(port),
-            *graphiql_assets,
         ],
     )
     try:

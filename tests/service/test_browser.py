@@ -1,5 +1,6 @@
 """The server as a browser meets it, in headless Chromium (Debian's, driven by Playwright):
-CORS from a page on another loopback origin, and GraphiQL never leaving the bearer token in
+CORS from a page on another loopback origin; GraphiQL with every non-loopback host blocked (its
+files come from the service), fetching the schema with the pasted token and never leaving it in
 localStorage. Also the access log (--log-format json), X-Request-Id and /metrics, since they
 need the same server process."""
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -27,7 +29,6 @@ from tests.waiting import READY_SECONDS, wait_until
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
-ASSETS = REPO / ".cache" / "graphiql-assets"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -56,20 +57,7 @@ REFUSED_ORIGIN = f"http://localhost:{PAGE_PORT}"
 
 
 @pytest.fixture(scope="module")
-def graphiql_assets() -> Path:
-    if not all(
-        (ASSETS / n).is_file() for n in ("graphiql-3.8.3.min.js", "react-18.2.0.production.min.js")
-    ):
-        subprocess.run(
-            [sys.executable, "scripts/fetch_graphiql_assets.py", str(ASSETS)], cwd=REPO, check=True
-        )
-    return ASSETS
-
-
-@pytest.fixture(scope="module")
-def served(
-    cluster: Cluster, graphiql_assets: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Process]:
+def served(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
     port, metrics_port = free_ports(2)
     log = tmp_path_factory.mktemp("server") / "server.log"
     command = [
@@ -85,8 +73,6 @@ def served(
         str(metrics_port),
         "--log-format",
         "json",
-        "--graphiql-assets",
-        str(graphiql_assets),
         "--cors-allow-origin",
         ALLOWED_ORIGIN,
     ]
@@ -201,25 +187,138 @@ def test_preflight_allows_authorization_only_for_listed_origins(served: Process)
     assert "access-control-allow-origin" not in refused.headers
 
 
-def test_graphiql_never_stores_the_token(served: Process, browser: Any, cluster: Cluster) -> None:
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+# The page is up: an introspection and a 300 ms pause for the pasted headers to settle.
+SCHEMA_SECONDS = 60
+
+
+@dataclass
+class OfflinePage:
+    """A page whose requests to any host but loopback are aborted (as in a cluster without
+    the internet), with what it tried to reach and what its Content-Security-Policy refused."""
+
+    page: Any
+    outside: list[str]
+    console_errors: list[str]
+
+    def refused_by_policy(self) -> list[str]:
+        return [text for text in self.console_errors if "Content Security Policy" in text]
+
+
+@pytest.fixture
+def offline(browser: Any) -> Iterator[OfflinePage]:
+    context = browser.new_context()
+    outside: list[str] = []
+
+    def only_loopback(route: Any) -> None:
+        url = route.request.url
+        if url.startswith("data:") or urlsplit(url).hostname in LOOPBACK_HOSTS:
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    context.route("**/*", only_loopback)
+    page = context.new_page()
+    console_errors: list[str] = []
+    page.on(
+        "console", lambda message: message.type == "error" and console_errors.append(message.text)
+    )
+    try:
+        yield OfflinePage(page, outside, console_errors)
+    finally:
+        context.close()
+
+
+def paste_headers(page: Any, headers: dict[str, str]) -> None:
+    """Into GraphiQL's Headers editor, as a user pastes them."""
+    page.get_by_role("button", name="Headers").click()
+    page.evaluate(
+        """(text) => {
+          const editors = [...document.querySelectorAll('.graphiql-editor-tool .CodeMirror')];
+          const visible = editors.filter((e) => e.offsetParent !== null);
+          visible[visible.length - 1].CodeMirror.setValue(text);
+        }""",
+        json.dumps(headers),
+    )
+
+
+def docs_text(page: Any) -> str:
+    return str(
+        page.evaluate("() => document.querySelector('.graphiql-doc-explorer')?.innerText ?? ''")
+    )
+
+
+def test_graphiql_fetches_the_schema_with_the_pasted_token(
+    served: Process, offline: OfflinePage, cluster: Cluster
+) -> None:
+    """The Docs pane shows the schema once a token is pasted, without Re-fetch: the page gives
+    GraphiQL a new fetcher when the headers change, and GraphiQL introspects again with them.
+    Before, the only introspection went out at load, without the header (401, "Error fetching
+    schema" until Re-fetch). All with every host but loopback blocked."""
     token = cluster.token("alice")
-    page = browser.new_page()
+    page = offline.page
+    introspections: list[dict[str, str]] = []
+    page.on(
+        "request",
+        lambda request: "IntrospectionQuery" in (request.post_data or "")
+        and introspections.append(request.headers),
+    )
+    page.goto(served.url + "/graphql")
+    page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=READY_SECONDS * 1000)
+    page.get_by_role("button", name="Show Documentation Explorer").click()
+    # No token yet: the first introspection is refused (401), as it should be.
+    page.wait_for_function(
+        "() => document.querySelector('.graphiql-doc-explorer')?.innerText"
+        ".includes('Error fetching schema')",
+        timeout=SCHEMA_SECONDS * 1000,
+    )
+    assert introspections, "GraphiQL introspects at load"
+    assert all("authorization" not in headers for headers in introspections)
+    paste_headers(page, {"Authorization": f"Bearer {token}"})
+    # The schema, in the Docs pane, with no click on Re-fetch.
+    page.wait_for_function(
+        "() => document.querySelector('.graphiql-doc-explorer')?.innerText.includes('Root Types')",
+        timeout=SCHEMA_SECONDS * 1000,
+    )
+    shown = docs_text(page)
+    assert "query: Query" in shown, shown
+    assert "Error fetching schema" not in shown
+    assert introspections[-1].get("authorization") == f"Bearer {token}"
+    stored = page.evaluate("() => JSON.stringify(Object.entries(window.localStorage))")
+    assert token not in stored
+    assert offline.outside == []
+    assert offline.refused_by_policy() == []
+
+
+def test_graphiql_loads_no_file_from_another_host(served: Process, offline: OfflinePage) -> None:
+    """GraphiQL's scripts and styles from the service itself: with unpkg.com (every host but
+    loopback) blocked the page still comes up, and its policy refuses nothing it needs."""
+    loaded: list[str] = []
+    offline.page.on("response", lambda response: loaded.append(response.url))
+    offline.page.goto(served.url + "/graphql")
+    offline.page.wait_for_selector(
+        ".graphiql-query-editor .CodeMirror", timeout=READY_SECONDS * 1000
+    )
+    assert offline.outside == []
+    assert offline.refused_by_policy() == []
+    assets = [url for url in loaded if "/graphql/assets/" in url]
+    assert len(assets) == 7, loaded
+    assert all(url.startswith(served.url + "/graphql/assets/") for url in assets)
+
+
+def test_graphiql_never_stores_the_token(
+    served: Process, offline: OfflinePage, cluster: Cluster
+) -> None:
+    token = cluster.token("alice")
+    page = offline.page
     page.goto(served.url + "/graphql")
     page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=READY_SECONDS * 1000)
     page.evaluate(
         "() => document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror"
         ".setValue('query Me { viewer { username } }')"
     )
-    page.get_by_role("button", name="Headers").click()
-    page.evaluate(
-        """(token) => {
-          const editors = [...document.querySelectorAll('.graphiql-editor-tool .CodeMirror')];
-          const visible = editors.filter((e) => e.offsetParent !== null);
-          visible[visible.length - 1].CodeMirror.setValue(
-            JSON.stringify({Authorization: 'Bearer ' + token}));
-        }""",
-        token,
-    )
+    paste_headers(page, {"Authorization": f"Bearer {token}"})
     page.click(".graphiql-execute-button")
     page.wait_for_function(
         "() => document.querySelector('.graphiql-response')?.innerText.includes('alice')",
@@ -227,7 +326,6 @@ def test_graphiql_never_stores_the_token(served: Process, browser: Any, cluster:
     )
     page.wait_for_timeout(500)  # GraphiQL writes its state after the response
     stored = page.evaluate("() => Object.fromEntries(Object.entries(window.localStorage))")
-    page.close()
     # The query was stored (tabs and history are kept) ...
     assert any("viewer { username }" in value for value in stored.values()), stored
     # ... the token nowhere.
@@ -236,7 +334,7 @@ def test_graphiql_never_stores_the_token(served: Process, browser: Any, cluster:
 
 
 def test_graphiql_runs_a_subscription_with_the_pages_token(
-    served: Process, browser: Any, cluster: Cluster
+    served: Process, offline: OfflinePage, cluster: Cluster
 ) -> None:
     """The token typed into GraphiQL's Headers editor reaches connection_init (its WebSocket
     fetcher sends the headers as the connection params): the subscription runs as alice."""
@@ -254,7 +352,7 @@ def test_graphiql_runs_a_subscription_with_the_pages_token(
         sockets.append(socket)
         socket.on("framesent", lambda payload: sent.append(str(payload)))
 
-    page = browser.new_page()
+    page = offline.page
     page.on("websocket", opened)
     page.goto(served.url + "/graphql")
     page.wait_for_selector(".graphiql-query-editor .CodeMirror", timeout=READY_SECONDS * 1000)
@@ -263,16 +361,7 @@ def test_graphiql_runs_a_subscription_with_the_pages_token(
         ".setValue(text)",
         subscription,
     )
-    page.get_by_role("button", name="Headers").click()
-    page.evaluate(
-        """(token) => {
-          const editors = [...document.querySelectorAll('.graphiql-editor-tool .CodeMirror')];
-          const visible = editors.filter((e) => e.offsetParent !== null);
-          visible[visible.length - 1].CodeMirror.setValue(
-            JSON.stringify({Authorization: 'Bearer ' + token}));
-        }""",
-        token,
-    )
+    paste_headers(page, {"Authorization": f"Bearer {token}"})
     page.click(".graphiql-execute-button")
     page.wait_for_function(
         "(name) => document.querySelector('.graphiql-response')?.innerText.includes(name)",
@@ -280,7 +369,7 @@ def test_graphiql_runs_a_subscription_with_the_pages_token(
         timeout=READY_SECONDS * 1000,
     )
     response = page.evaluate("() => document.querySelector('.graphiql-response').innerText")
-    page.close()
+    assert offline.refused_by_policy() == []  # connect-src 'self' covers the WebSocket
     assert "INITIAL" in response, response
     assert "errors" not in response, response
     assert sockets, "GraphiQL did not open a WebSocket"

@@ -1,8 +1,16 @@
-"""`--graphiql-assets DIR`: GraphiQL's JavaScript and CSS from the service, not unpkg.com."""
+"""GraphiQL's JavaScript and CSS from the service (the packaged copies, or `--graphiql-assets DIR`),
+never from unpkg.com; the page's Content-Security-Policy allows its own origin only; the wheel
+carries the files."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
+import shutil
+import subprocess
+import sys
+import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,11 +21,17 @@ import strawberry
 
 from kueue_graphql.cli import _parser, main
 from kueue_graphql.cli.serve import settings_from
-from kueue_graphql.http import ServerSettings, build_app
-from kueue_graphql.http.graphiql import GRAPHIQL_ASSETS, GraphiQLAssetsError
+from kueue_graphql.http import ServerSettings, build_app, graphiql
+from kueue_graphql.http.graphiql import (
+    GRAPHIQL_ASSETS,
+    GRAPHIQL_LICENSES,
+    PACKAGED_ASSETS,
+    GraphiQLAssetsError,
+)
 from kueue_graphql.http.services import build_services
 from tests.unit.apiserver_stub import Stub, apiserver_stub
 
+REPO = Path(__file__).resolve().parents[2]
 HTML = {"Accept": "text/html"}
 LOCAL_URL = re.compile(r'(?:src|href)="(graphql/assets/[^"]+)"')
 
@@ -59,7 +73,6 @@ async def test_page_loads_only_local_assets_served_with_content_types(
         page = await client.get("/graphql", headers=HTML)
         assert page.status_code == 200
         assert "unpkg.com" not in page.text
-        assert "shouldPersistHeaders: false" in page.text
         urls = LOCAL_URL.findall(page.text)
         assert sorted(urls) == sorted(f"graphql/assets/{n}" for n in GRAPHIQL_ASSETS.values())
         for url in urls:
@@ -76,13 +89,91 @@ async def test_page_loads_only_local_assets_served_with_content_types(
     assert stub.requests == []
 
 
-async def test_without_the_option_the_page_loads_from_unpkg(stub: Stub) -> None:
+async def test_by_default_the_packaged_files_are_served_and_nothing_external(stub: Stub) -> None:
     async with client_for(stub, ServerSettings()) as client:
         page = await client.get("/graphql", headers=HTML)
-        assert (await client.get("/graphql/assets/graphiql-3.8.3.min.js")).status_code == 404
-    for remote in GRAPHIQL_ASSETS:
-        assert f"https://unpkg.com/{remote}" in page.text
-    assert "graphql/assets/" not in page.text
+        assert page.status_code == 200
+        # Every URL in the page is relative (this origin) or data:; none names another origin.
+        for url in re.findall(r'(?:src|href)="([^"]*)"', page.text):
+            assert url.startswith(("graphql/assets/", "data:")), url
+        assert "unpkg.com" not in page.text
+        for name in GRAPHIQL_ASSETS.values():
+            response = await client.get(f"/graphql/assets/{name}")
+            assert response.status_code == 200, name
+            assert response.content == (PACKAGED_ASSETS / name).read_bytes()
+            expected = "text/css" if name.endswith(".css") else "text/javascript"
+            assert response.headers["content-type"].startswith(expected), name
+            assert response.headers["x-content-type-options"] == "nosniff"
+            assert "immutable" in response.headers["cache-control"]
+        # The licences are packaged, not served.
+        assert (await client.get("/graphql/assets/graphiql-3.8.3.LICENSE")).status_code == 404
+    assert stub.requests == []
+
+
+async def test_the_page_policy_allows_its_own_origin_only(stub: Stub) -> None:
+    async with client_for(stub, ServerSettings()) as client:
+        page = await client.get("/graphql", headers=HTML)
+    policy = dict(
+        (directive.split()[0], directive.split()[1:])
+        for directive in page.headers["content-security-policy"].split("; ")
+    )
+    assert policy["default-src"] == ["'none'"]
+    for sources in policy.values():
+        for source in sources:
+            assert source in ("'self'", "'none'", "data:") or source.startswith("'sha256-"), source
+    # The page's one inline script and one inline style are allowed by their hashes, nothing else.
+    for element, directive in (("script", "script-src"), ("style", "style-src")):
+        (body,) = re.findall(rf"<{element}>(.*?)</{element}>", page.text, flags=re.DOTALL)
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert policy[directive] == ["'self'", f"'sha256-{digest}'"]
+    assert policy["connect-src"] == ["'self'"]
+    assert policy["frame-ancestors"] == ["'none'"]
+
+
+async def test_the_schema_fetcher_follows_the_pasted_headers(stub: Stub) -> None:
+    """GraphiQL introspects again when its fetcher changes; the page makes a new one when the
+    headers settle (tests/service/test_browser.py watches it work in Chromium)."""
+    async with client_for(stub, ServerSettings()) as client:
+        page = (await client.get("/graphql", headers=HTML)).text
+    assert "fetcher: schemaFetcher," in page
+    assert "[settledHeaders]" in page
+    assert "shouldPersistHeaders: false" in page
+
+
+def test_packaged_files_missing_refuse_startup_and_say_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(graphiql, "PACKAGED_ASSETS", tmp_path)
+    with pytest.raises(GraphiQLAssetsError) as refused:
+        build_app(ServerSettings())
+    message = str(refused.value)
+    assert "not in this installation" in message
+    assert "make graphiql-assets" in message
+    assert "--no-graphiql" in message
+    build_app(ServerSettings(graphiql=False))  # no page, no files needed
+
+
+def test_the_wheel_carries_the_files(tmp_path: Path) -> None:
+    uv = shutil.which("uv")
+    command = [uv] if uv else [sys.executable, "-m", "uv"]
+    subprocess.run(
+        [*command, "build", "--wheel", "--out-dir", str(tmp_path), "--quiet"],
+        cwd=REPO,
+        check=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        packaged = {
+            name.rsplit("/", 1)[1]: archive.read(name)
+            for name in archive.namelist()
+            if name.startswith("kueue_graphql/http/graphiql_assets/")
+        }
+    # The files the page loads and their licences (MIT: the notice goes with the copies).
+    assert sorted(packaged) == sorted([*GRAPHIQL_ASSETS.values(), *GRAPHIQL_LICENSES.values()])
+    assert b"MIT" in packaged["graphiql-3.8.3.LICENSE"]
+    for name, content in packaged.items():
+        assert content == (PACKAGED_ASSETS / name).read_bytes(), name
 
 
 def test_a_missing_file_refuses_startup(assets: Path) -> None:
@@ -91,7 +182,7 @@ def test_a_missing_file_refuses_startup(assets: Path) -> None:
         build_app(ServerSettings(graphiql_assets=assets))
     message = str(refused.value)
     assert "missing graphiql-3.8.3.min.js" in message
-    assert "make graphiql-assets" in message
+    assert "scripts/fetch_graphiql_assets.py" in message
 
 
 def test_serve_refuses_to_start_and_says_why(
@@ -103,4 +194,4 @@ def test_serve_refuses_to_start_and_says_why(
     assert main(["serve", "--port", "1"]) == 2  # before binding anything
     err = capsys.readouterr().err
     assert "missing react-18.2.0.production.min.js" in err
-    assert "make graphiql-assets" in err
+    assert "scripts/fetch_graphiql_assets.py" in err

@@ -6,7 +6,7 @@ import gc
 import time
 
 import pytest
-from graphql import parse, specified_rules
+from graphql import get_introspection_query, parse, specified_rules
 
 from kueue_graphql.graph.query_cost import (
     AnalysisStoppedError,
@@ -152,3 +152,22 @@ async def test_refused_documents_leave_no_objects_behind() -> None:
     gc.collect()
     grown = len(gc.get_objects()) - before
     assert grown < 20_000, f"{grown} objects kept by 100 refused documents"
+
+
+@pytest.mark.parametrize("deprecated_inputs", [False, True])
+def test_the_standard_introspection_query_is_within_the_default_limits(
+    deprecated_inputs: bool,
+) -> None:
+    """graphql-js' introspection query (GraphiQL's, Apollo's, codegen's) nests `ofType` seven
+    deep: depth 14 if each counted, refused by the default 12 (GraphiQL's Docs pane said
+    "Error fetching schema"). A chain of `ofType` (one type each, never a list) adds no level."""
+    query = get_introspection_query(input_value_deprecation=deprecated_inputs)
+    measure_document(parse(query), QueryLimits())
+
+
+def test_introspection_that_nests_lists_is_still_refused_by_depth() -> None:
+    nested = "name"
+    for _ in range(7):
+        nested = f"fields {{ type {{ ofType {{ {nested} }} }} }}"
+    with pytest.raises(QueryRefusedError, match="depth"):
+        measure_document(parse(f"{{ __schema {{ types {{ {nested} }} }} }}"), QueryLimits())
