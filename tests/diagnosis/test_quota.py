@@ -90,7 +90,13 @@ def test_borrowing_limit_reached() -> None:
     tree = CohortTree([BORROWER, LENDER], COHORTS)
     assert tree.potential_available("borrower", FR) == 2
     assert tree.available("borrower", FR) == 0
-    assert tree.borrowing_limit_binds("borrower", FR)
+    [own] = tree.binding_limits("borrower", FR, now=True)
+    assert (own.kind, own.name, own.limit, own.value) == (
+        "ClusterQueue",
+        "borrower",
+        "borrowingLimit",
+        1,
+    )
     report = assess_quota(
         cluster_queue=BORROWER,
         requests=need("1"),
