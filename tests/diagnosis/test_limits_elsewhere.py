@@ -123,6 +123,8 @@ def test_diagnosis_names_the_limit_where_it_binds(workload: str) -> None:
     levers = [s for s in d.next_steps if f"raise the {limit} of {kind}" in s]
     assert len(levers) == 1, d.next_steps
     assert f"{kind} {name} in flavor {FLAVOR}" in levers[0]
+    assert d.blocking_object is not None
+    assert (d.blocking_object.kind, d.blocking_object.name) == (kind, name)
     [line] = d.quota.lines
     assert (line.verdict, line.limited_by) == (verdict, "COHORT")
     assert _limits(line) == [binding]

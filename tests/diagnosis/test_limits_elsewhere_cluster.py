@@ -7,7 +7,8 @@ Its own objects, two trees sharing ResourceFlavor elsewhere-f:
 - Cohort elsewhere-root > Cohort elsewhere-child (0 CPU, borrowingLimit 1) > elsewhere-child-cq
   (1 CPU), and elsewhere-root-cq (4 CPU) in the root. `two-level` asks 3 CPU in the child's
   queue; Kueue: "maximum capacity (2)": the child Cohort's borrowingLimit binds.
-Diagnosis and whatIf must name the object and the limit that binds, where it is set. alice
+Diagnosis (its summary, next steps and blocking object) and whatIf must name the object and the
+limit that binds, where it is set. alice
 (tenant of team-a, who may read no ClusterQueue) asks whatIf through a LocalQueue of hers on
 elsewhere-borrower from a server with `--quota-disclosure quota`: she gets the limit and its
 figure, never the lender's name.
@@ -39,7 +40,8 @@ GROUP = "kueue.x-k8s.io/v1beta2"
 PROSE = """
 query Prose($ns: String!, $name: String!) {
   diagnose(namespace: $ns, kind: "Workload", name: $name) {
-    summary nextSteps quota { verdict lines { flavor verdict limitedBy } }
+    summary nextSteps blockingRef { kind name }
+    quota { verdict lines { flavor verdict limitedBy } }
   }
 }
 """
@@ -186,6 +188,7 @@ async def test_diagnosis_names_the_limit_where_it_is_set(
     assert d["quota"]["verdict"] == "NEVER_FITS"
     assert words in d["summary"], d["summary"]
     assert [s for s in d["nextSteps"] if lever in s], d["nextSteps"]
+    assert d["blockingRef"] == {"kind": limit["kind"], "name": limit["name"]}
     lines = (await _query(server, cluster.token("admin"), STRUCTURED, ns=NS, name=workload))[
         "diagnose"
     ]["quota"]["lines"]
