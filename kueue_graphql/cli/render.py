@@ -100,7 +100,8 @@ def quota_table(lines: list[dict[str, Any]]) -> list[str]:
             f"{_q(line['maximumCapacity']):>8}  {_q(line['availableNow']):>8}  "
             f"{line['verdict']}{limited}"
         )
-        for b in line.get("bindingLimits") or []:
+        # Limits set elsewhere in the cohort tree (the queue's own are in the columns).
+        for b in (line.get("bindingLimits") or []) if line.get("limitedBy") == "COHORT" else []:
             who = f"{b['kind']} {b['name'] or '(name not disclosed)'}"
             kept = f", keeps {_q(b['withheld'])}" if b.get("withheld") else ""
             out.append(f"    limited by {who}: {b['limit']} {_q(b['value'])}{kept}")

@@ -82,7 +82,9 @@ def _lq(namespace: str, name: str, cq: str) -> dict[str, Any]:
 def _workload(name: str, queue: str) -> dict[str, Any]:
     return {"apiVersion": GROUP, "kind": "Workload",
             "metadata": {"name": name, "namespace": NS, "labels": LABELS},
-            "spec": {"queueName": queue, "podSets": [{"name": "main", "count": 1, "template": {
+            # spec.priority set: Kueue v0.17's visibility server fails without it.
+            "spec": {"queueName": queue, "priority": 0,
+                     "podSets": [{"name": "main", "count": 1, "template": {
                 "spec": {"restartPolicy": "Never", "containers": [
                     {"name": "c", "image": "registry.invalid/never-pulled",
                      "resources": {"requests": {"cpu": "3"}}}]}}}]}}  # fmt: skip
