@@ -17,7 +17,6 @@ figure, never the lender's name.
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import pytest
 
 from kueue_graphql.core.modes import QuotaDisclosure
 from tests.cluster.driver import Cluster
+from tests.diagnosis.own_objects import apply, quota_message
 from tests.service.conftest import Server, running_server
 from tests.teardown import remove, remove_namespace
 from tests.waiting import SETTLE_SECONDS, wait_until
@@ -112,35 +112,17 @@ def _objects() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
-    proc = subprocess.run(
-        [str(cluster.kubectl_bin), "--kubeconfig", str(cluster.admin_kubeconfig),
-         "apply", "-f", "-"],
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
-        text=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-
-
-def _quota_message(cluster: Cluster, name: str) -> str:
-    workload = cluster.get_json("workload", name, "-n", NS)
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "QuotaReserved":
-            return str(condition.get("message") or "")
-    return ""
-
-
 @pytest.fixture(scope="module")
 def setting(cluster: Cluster) -> Iterator[None]:
-    _apply(cluster, _objects())
-    _apply(cluster, [_workload("too-big", "lq-borrower"), _workload("two-level", "lq-child")])
+    apply(cluster, _objects())
+    apply(cluster, [_workload("too-big", "lq-borrower"), _workload("two-level", "lq-child")])
     # Kueue's own verdicts first: the setting is wrong if Kueue does not say this.
     wait_until(
         "Kueue's maximum capacities",
-        lambda: "maximum capacity (1)" in _quota_message(cluster, "too-big")
-        and "maximum capacity (2)" in _quota_message(cluster, "two-level"),
+        lambda: "maximum capacity (1)" in quota_message(cluster, NS, "too-big")
+        and "maximum capacity (2)" in quota_message(cluster, NS, "two-level"),
         SETTLE_SECONDS,
-        detail=lambda: repr([_quota_message(cluster, n) for n in ("too-big", "two-level")]),
+        detail=lambda: repr([quota_message(cluster, NS, n) for n in ("too-big", "two-level")]),
     )
     yield
     remove_namespace(cluster, NS)

@@ -195,6 +195,21 @@ def test_best_flavor_wins() -> None:
     assert report.verdict is Verdict.FITS_NOW
 
 
+def _only_line(
+    asker: dict[str, Any], cpu: str, members: list[dict[str, Any]], cohorts: list[dict[str, Any]]
+) -> Any:
+    """The one quota line of a pending `cpu` request in `asker` (members include it)."""
+    report = assess_quota(
+        cluster_queue=asker,
+        requests=need(cpu),
+        holds_reservation=False,
+        cluster_queues=members,
+        cohorts=cohorts,
+    )
+    [line] = report.lines
+    return line
+
+
 def test_a_member_that_lends_nothing_is_the_limit_to_raise() -> None:
     # Kueue's port case s-lending-limit-update, step 1: prod-cq and dev-cq (5 CPU each,
     # lendingLimit 0) in cohort all; wl-1 holds prod's 5, wl-2 asks 5 more. prod: local 5, used
@@ -202,14 +217,7 @@ def test_a_member_that_lends_nothing_is_the_limit_to_raise() -> None:
     # once dev's lendingLimit goes to 5: dev keeps 5 unused that it does not lend.
     prod = cq("prod-cq", {"nominalQuota": "5", "lendingLimit": "0"}, "all", "5", "on-demand")
     dev = cq("dev-cq", {"nominalQuota": "5", "lendingLimit": "0"}, "all", flavor="on-demand")
-    report = assess_quota(
-        cluster_queue=prod,
-        requests=need("5"),
-        holds_reservation=False,
-        cluster_queues=[prod, dev],
-        cohorts=[],
-    )
-    [line] = report.lines
+    line = _only_line(prod, "5", [prod, dev], [])
     assert (line.verdict, line.limited_by, line.available_now) == (Verdict.MUST_WAIT, "COHORT", 0)
     [lender] = line.binding_limits
     assert (lender.kind, lender.name, lender.limit, lender.value, lender.withheld) == (
@@ -230,14 +238,7 @@ def test_an_own_borrowing_limit_that_does_not_bind_is_not_the_limit() -> None:
     # 0 + cohort 1) = 1: the lender's lendingLimit binds, not the asker's borrowingLimit.
     asker = cq("asker", {"nominalQuota": "1", "borrowingLimit": "10"}, "pool")
     lender = cq("lender", {"nominalQuota": "2", "lendingLimit": "0"}, "pool")
-    report = assess_quota(
-        cluster_queue=asker,
-        requests=need("3"),
-        holds_reservation=False,
-        cluster_queues=[asker, lender],
-        cohorts=[],
-    )
-    [line] = report.lines
+    line = _only_line(asker, "3", [asker, lender], [])
     assert (line.verdict, line.limited_by, line.maximum_capacity) == (
         Verdict.NEVER_FITS,
         "COHORT",
@@ -256,14 +257,7 @@ def test_the_root_cohorts_own_quota_is_named_when_nothing_is_held_back() -> None
         "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
             {"name": "standard", "resources": [{"name": "cpu", "nominalQuota": "2"}]}]}]},
     }  # fmt: skip
-    report = assess_quota(
-        cluster_queue=member,
-        requests=need("3"),
-        holds_reservation=False,
-        cluster_queues=[member],
-        cohorts=[pool],
-    )
-    [line] = report.lines
+    line = _only_line(member, "3", [member], [pool])
     assert (line.verdict, line.limited_by, line.maximum_capacity) == (
         Verdict.NEVER_FITS,
         "COHORT",
