@@ -31,6 +31,7 @@ query Why($namespace: String!, $kind: String!, $name: String!) {
         reserved { quantity amount } used { quantity amount } borrowed { quantity amount }
         maximumCapacity { quantity amount } availableNow { quantity amount }
         cohortCanLend { quantity amount }
+        bindingLimits { kind name limit value { quantity } withheld { quantity } }
       }
     }
     pods {
@@ -72,6 +73,7 @@ query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetIn
       requested { quantity } nominalQuota { quantity } borrowingLimit { quantity }
       lendingLimit { quantity } reserved { quantity } availableNow { quantity }
       maximumCapacity { quantity }
+      bindingLimits { kind name limit value { quantity } withheld { quantity } }
     }
     nextSteps
   }
@@ -98,6 +100,11 @@ def quota_table(lines: list[dict[str, Any]]) -> list[str]:
             f"{_q(line['maximumCapacity']):>8}  {_q(line['availableNow']):>8}  "
             f"{line['verdict']}{limited}"
         )
+        # Limits set elsewhere in the cohort tree (the queue's own are in the columns).
+        for b in (line.get("bindingLimits") or []) if line.get("limitedBy") == "COHORT" else []:
+            who = f"{b['kind']} {b['name'] or '(name not disclosed)'}"
+            kept = f", keeps {_q(b['withheld'])}" if b.get("withheld") else ""
+            out.append(f"    limited by {who}: {b['limit']} {_q(b['value'])}{kept}")
     return out
 
 

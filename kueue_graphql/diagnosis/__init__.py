@@ -18,6 +18,7 @@ from kueue_graphql.diagnosis.model import (
 )
 from kueue_graphql.kueue.model import (
     Absent,
+    BindingLimit,
     Failed,
     Forbidden,
     KubeObject,
@@ -34,6 +35,7 @@ from kueue_graphql.kueue.model import (
 
 __all__ = [
     "Absent",
+    "BindingLimit",
     "Diagnosis",
     "DiagnosisInput",
     "Eviction",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.kueue.model import ObjectRef, QuotaReport, Reason, ReasonSource, Verdict
-from kueue_graphql.kueue.vocabulary import Code, CodeGroup
+from kueue_graphql.kueue.vocabulary import KUEUE_API, Code, CodeGroup
 
 __all__ = ["blocking_for", "code_group"]
 
@@ -64,12 +64,25 @@ def blocking_for(
             c in _FLAVOR_BLOCKING_CODES for c in codes if c != Code.UNRECOGNIZED
         ) and any(c in _FLAVOR_BLOCKING_CODES for c in codes)
         if limits and not flavor_only and quota.verdict != Verdict.FITS_NOW:
-            if "COHORT" in limits and "BORROWING_LIMIT" not in limits and ctx.cohort_ref():
-                return ctx.cohort_ref()
+            if "COHORT" in limits and "BORROWING_LIMIT" not in limits:
+                # The object whose limit binds, wherever it sits in the cohort tree.
+                where = _binding_object(quota)
+                if where is not None or ctx.cohort_ref():
+                    return where or ctx.cohort_ref()
             return ctx.cq_ref()
     for r in reasons:
         if r.code in _FLAVOR_BLOCKING_CODES and r.object is not None:
             return r.object
     if any(c in quota_codes for c in codes):
         return ctx.cq_ref()
+    return None
+
+
+def _binding_object(quota: QuotaReport) -> ObjectRef | None:
+    """The first named object whose limit makes a COHORT-limited line not fit."""
+    for line in quota.lines:
+        if line.verdict in (Verdict.NEVER_FITS, Verdict.MUST_WAIT) and line.limited_by == "COHORT":
+            for b in line.binding_limits:
+                if b.name is not None:
+                    return ObjectRef(b.kind, b.name, None, KUEUE_API)
     return None

@@ -16,6 +16,7 @@ from kueue_graphql.diagnosis.flavor_outcomes import (
     shortfalls,
 )
 from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.limits_prose import limit_clause
 from kueue_graphql.kueue.messages import parse_taint
 from kueue_graphql.kueue.model import Forbidden, Number, QuotaReport, Reason, ReasonSource
 from kueue_graphql.kueue.vocabulary import Code, CodeGroup
@@ -79,7 +80,7 @@ def _q(value: Decimal, resource: str | None) -> str:
 def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -> str:
     first = reasons[0]
     if first.code in (Code.EXCEEDS_MAX_QUOTA, Code.WAITING_FOR_QUOTA):
-        outcome = _quota_outcome(pod_set_quotas(reasons))
+        outcome = _quota_outcome(pod_set_quotas(reasons), quota)
         if outcome is not None:
             return outcome
     causes = [
@@ -106,9 +107,23 @@ def quota_summary(ctx: Context, reasons: Sequence[Reason], quota: QuotaReport) -
     return first.message
 
 
-def _quota_outcome(pod_sets: Sequence[PodSetQuota]) -> str | None:
+def _where_limits_bind(reasons: Sequence[Reason], quota: QuotaReport) -> str:
+    """The limits set elsewhere in the cohort tree behind these reasons, as a clause."""
+    clauses = []
+    for r in reasons:
+        line = next(
+            (x for x in quota.lines if x.flavor == r.flavor and x.resource == r.resource), None
+        )
+        clause = limit_clause(line)
+        if clause and clause not in clauses:
+            clauses.append(clause)
+    return f": {'; '.join(clauses)}" if clauses else ""
+
+
+def _quota_outcome(pod_sets: Sequence[PodSetQuota], quota: QuotaReport) -> str | None:
     """The most severe pod set speaks (KEP-10852's precedence): one that can never fit in any
-    flavor Kueue tried outweighs one that must wait; every tried flavor is named."""
+    flavor Kueue tried outweighs one that must wait; every tried flavor is named, and a limit
+    set elsewhere in the cohort tree where it binds."""
     never = next((p for p in pod_sets if p.never_fits), None)
     if never is not None:
         if any(r.number("maximumCapacity") is None for r in never.exceeded):
@@ -121,16 +136,18 @@ def _quota_outcome(pod_sets: Sequence[PodSetQuota]) -> str | None:
             return (
                 f"needs {_q(req, r.resource)} {r.resource} at once in flavor {r.flavor}, "
                 f"more than the {_q(cap, r.resource)} its ClusterQueue can ever provide"
-            )
+            ) + _where_limits_bind(never.exceeded, quota)
         asked = requested(never.exceeded)
         return (
             f"needs {asked or 'more'} at once, more than its ClusterQueue can ever provide in "
             f"any flavor Kueue tried (at most {ceilings(never.exceeded)})"
-        )
+        ) + _where_limits_bind(never.exceeded, quota)
     waits = next((p for p in pod_sets if p.waiting), None)
     if waits is None or any(r.number("moreNeeded") is None for r in waits.waiting):
         return None
-    text = f"waits for quota: {shortfalls(waits.waiting)}"
+    text = f"waits for quota: {shortfalls(waits.waiting)}" + _where_limits_bind(
+        waits.waiting, quota
+    )
     if waits.exceeded and all(r.number("maximumCapacity") is not None for r in waits.exceeded):
         text += f" (never enough in the other flavors: at most {ceilings(waits.exceeded)})"
     return text

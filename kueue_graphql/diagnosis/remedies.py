@@ -10,6 +10,7 @@ from decimal import Decimal
 from kueue_graphql.diagnosis.flavor_outcomes import ceilings, pod_set_quotas, requested
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.kueue.exact import ZERO, format_quantity
+from kueue_graphql.kueue.limits_prose import limit_levers
 from kueue_graphql.kueue.messages import parse_taint
 from kueue_graphql.kueue.model import KubeObject, QuotaLine, Reason, Verdict, Visibility
 from kueue_graphql.kueue.objects import items, name, text
@@ -126,7 +127,9 @@ def _exceeds_max_quota(c: _Case) -> Iterator[str]:
         "smaller per-Pod requests)."
     )
     yield "Or submit to a LocalQueue whose ClusterQueue has more quota."
-    if line is not None and line.borrowing_limit is not None:
+    for x in pod_set.exceeded:
+        yield from limit_levers(_line(c.d, x.flavor, x.resource))
+    if line is not None and line.limited_by == "BORROWING_LIMIT":
         yield (
             "Or ask an admin to raise borrowingLimit "
             f"({_q(line.borrowing_limit, res)}) or nominalQuota "
@@ -152,6 +155,7 @@ def _waiting_for_quota(c: _Case) -> Iterator[str]:
             f"Wait: {_q(r.number('moreNeeded'), res)} more {res} must be freed "
             f"in flavor {r.flavor} by Workloads that finish (or are preempted)."
         )
+        yield from limit_levers(line)
 
 
 def _local_queue_stopped(c: _Case) -> Iterator[str]:

@@ -128,6 +128,38 @@ class DiagnosisReason:
         )
 
 
+@strawberry.type(
+    description="A limit that caps what the ClusterQueue can get, and where in the cohort tree "
+    "it is set: raise it there."
+)
+class QuotaBindingLimit:
+    kind: str = strawberry.field(description="ClusterQueue or Cohort.")
+    name: str | None = strawberry.field(
+        description="Null when you may not read that object (the quota disclosure policy "
+        "gives its figures, never another tenant's name)."
+    )
+    limit: str = strawberry.field(
+        description="lendingLimit (a member keeps part of its quota from the cohort), "
+        "borrowingLimit (the queue's own, or a Cohort's towards its parent) or nominalQuota "
+        "(a Cohort's own quota: the tree holds no more)."
+    )
+    value: Quantity
+    withheld: Quantity | None = strawberry.field(
+        description="lendingLimit: what that member keeps from this request (never lent, or, "
+        "when the Workload must wait, unused and not lent). Null for the other limits."
+    )
+
+    @classmethod
+    def of(cls, b: dx.BindingLimit, res: str) -> QuotaBindingLimit:
+        return cls(
+            kind=b.kind,
+            name=b.name,
+            limit=b.limit,
+            value=Quantity.computed(b.value, res),
+            withheld=Quantity.maybe_computed(b.withheld, res),
+        )
+
+
 @strawberry.type(description="One (flavor, resource) the Workload needs, against its queues.")
 class QuotaLine:
     flavor: str
@@ -158,6 +190,13 @@ class QuotaLine:
     counts_this_workload: bool = strawberry.field(
         description="The Workload holds a reservation: `reserved` includes its own request."
     )
+    binding_limits: list[QuotaBindingLimit] = strawberry.field(
+        description="Where it does not fit (NEVER_FITS, MUST_WAIT): the limits that make it so, "
+        "wherever they sit in the cohort tree (limitedBy COHORT: another member's "
+        "lendingLimit, a parent Cohort's borrowingLimit, the root Cohort's nominalQuota; "
+        "BORROWING_LIMIT: the queue's own). Empty when it fits, when the cohort could not be "
+        "read, or when only others' usage is in the way."
+    )
 
     @classmethod
     def of(cls, line: dx.QuotaLine) -> QuotaLine:
@@ -179,6 +218,7 @@ class QuotaLine:
             verdict=line.verdict,
             limited_by=line.limited_by,
             counts_this_workload=line.counts_this_workload,
+            binding_limits=[QuotaBindingLimit.of(b, res) for b in line.binding_limits],
         )
 
 

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias, TypeVar
 
 __all__ = [
     "Absent",
+    "BindingLimit",
     "Failed",
     "Forbidden",
     "KubeObject",
@@ -145,6 +146,26 @@ class Verdict(enum.Enum):
 
 
 @dataclass(frozen=True)
+class BindingLimit:
+    """A limit that caps what a ClusterQueue can get, where it sits in the cohort tree.
+
+    `limit` is `lendingLimit` (a member keeps part of its quota from the cohort),
+    `borrowingLimit` (the queue's own, or a Cohort's towards its parent) or `nominalQuota` (a
+    Cohort's own quota: the whole tree holds no more). `name` is None when the caller may not
+    read the object (the disclosure policy gives figures, never other tenants' names).
+    """
+
+    kind: str
+    """ClusterQueue or Cohort."""
+    name: str | None
+    limit: str
+    value: Decimal
+    withheld: Decimal | None = None
+    """lendingLimit: how much of the member's quota it keeps from the request (never lent, or
+    unused now and not lent); None for the other limits."""
+
+
+@dataclass(frozen=True)
 class QuotaLine:
     """One (flavor, resource) the workload needs, against its ClusterQueue and cohort.
 
@@ -170,6 +191,9 @@ class QuotaLine:
     """NOMINAL_QUOTA, BORROWING_LIMIT, COHORT or NOT_IN_CLUSTER_QUEUE when it does not fit."""
     counts_this_workload: bool = False
     """The Workload holds a reservation, so `reserved` already includes its own request."""
+    binding_limits: tuple[BindingLimit, ...] = ()
+    """Which limits, and where in the tree, make it not fit (NEVER_FITS / MUST_WAIT); empty
+    when it fits, when the cohort could not be read, or when only others' usage is in the way."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,14 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from kueue_graphql.kueue.exact import ZERO, QuantityError, exact_arithmetic, parse_quantity
-from kueue_graphql.kueue.model import KubeObject, QuotaLine, QuotaReport, Verdict, Visibility
+from kueue_graphql.kueue.model import (
+    BindingLimit,
+    KubeObject,
+    QuotaLine,
+    QuotaReport,
+    Verdict,
+    Visibility,
+)
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.podsets import PodSetRequest, total_needs
 
@@ -102,6 +109,8 @@ class _Node:
     usage: dict[FlavorResource, Decimal] = field(default_factory=dict)
     subtree: dict[FlavorResource, Decimal] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
+    explicit: bool = True
+    """False for a cohort named only by cohortName/parentName (no object to change)."""
 
 
 class CohortTree:
@@ -133,7 +142,11 @@ class CohortTree:
             if node.parent and node.parent not in self._nodes:
                 # A cohort named only by cohortName/parentName: no object, no quota of its own.
                 self._nodes[node.parent] = _Node(
-                    name=node.parent.removeprefix("cohort/"), is_cohort=True, parent=None, quotas={}
+                    name=node.parent.removeprefix("cohort/"),
+                    is_cohort=True,
+                    parent=None,
+                    quotas={},
+                    explicit=False,
                 )
         for key, node in self._nodes.items():
             if node.parent:
@@ -217,17 +230,74 @@ class CohortTree:
         return self._local_available(node, fr) + parent_available
 
     @exact_arithmetic
-    def borrowing_limit_binds(self, cq_name: str, fr: FlavorResource) -> bool:
-        """True when the ClusterQueue's borrowingLimit, not the cohort, caps what it gets."""
+    def binding_limits(
+        self, cq_name: str, fr: FlavorResource, *, now: bool
+    ) -> tuple[BindingLimit, ...]:
+        """The limits that cap what the ClusterQueue can get of `fr`, wherever they sit.
+
+        `now`: against what is unused now (Available), else against what it could ever get
+        (PotentialAvailable). The walk is the same as theirs, from the root down the queue's
+        path: at each node the part its parent can give is capped by the node's borrowingLimit;
+        the lowest cap that binds is the limit (the queue's own borrowingLimit, or a Cohort's
+        towards its parent). Without one, the root's pool binds: the members off the path that
+        keep quota from it (lendingLimit: what they never lend, or, now, what they keep unused),
+        else, for the most it could ever get, the root Cohort's own nominalQuota. Empty when
+        nothing but others' usage is in the way.
+        """
         key = "cq/" + cq_name
-        node = self._nodes[key]
-        quota = node.quotas.get(fr)
-        if node.parent is None or quota is None or quota.borrowing_limit is None:
-            return False
-        parent_available = self._available(node.parent, fr, {key})
-        stored_in_parent = node.subtree.get(fr, ZERO) - self._local(node, fr)
-        used_in_parent = max(ZERO, node.usage.get(fr, ZERO) - self._local(node, fr))
-        return stored_in_parent - used_in_parent + quota.borrowing_limit < parent_available
+        path = [key, *self.path_parent_to_root(cq_name)]
+        root = self._nodes[path[-1]]
+        value = root.subtree.get(fr, ZERO) - (root.usage.get(fr, ZERO) if now else ZERO)
+        source: str | None = None
+        for node_key in reversed(path[:-1]):
+            node = self._nodes[node_key]
+            quota = node.quotas.get(fr)
+            if quota is not None and quota.borrowing_limit is not None:
+                local = self._local(node, fr)
+                cap = node.subtree.get(fr, ZERO) - local + quota.borrowing_limit
+                if now:
+                    cap -= max(ZERO, node.usage.get(fr, ZERO) - local)
+                if cap < value:
+                    value, source = cap, node_key
+            value += self._local_available(node, fr) if now else self._local(node, fr)
+        if source is not None:
+            node = self._nodes[source]
+            limit = node.quotas[fr].borrowing_limit
+            assert limit is not None
+            kind = "Cohort" if node.is_cohort else "ClusterQueue"
+            return (BindingLimit(kind, node.name, "borrowingLimit", limit),)
+        on_path = set(path)
+        lenders = []
+        for node_key in self._subtree_keys(path[-1]):
+            node = self._nodes[node_key]
+            quota = node.quotas.get(fr)
+            if node_key in on_path or quota is None or quota.lending_limit is None:
+                continue
+            withheld = self._local_available(node, fr) if now else self._local(node, fr)
+            if withheld > 0:
+                kind = "Cohort" if node.is_cohort else "ClusterQueue"
+                lenders.append(
+                    BindingLimit(kind, node.name, "lendingLimit", quota.lending_limit, withheld)
+                )
+        if lenders:
+            return tuple(sorted(lenders, key=lambda b: (-(b.withheld or ZERO), b.name or "")))
+        if not now and root.is_cohort and root.explicit:
+            own = root.quotas.get(fr)
+            return (
+                BindingLimit("Cohort", root.name, "nominalQuota", own.nominal if own else ZERO),
+            )
+        return ()
+
+    def _subtree_keys(self, key: str) -> list[str]:
+        out: list[str] = []
+        stack = [key]
+        while stack:
+            current = stack.pop()
+            if current in out:
+                continue
+            out.append(current)
+            stack.extend(self._nodes[current].children)
+        return out
 
     def potential_available(self, cq_name: str, fr: FlavorResource) -> Decimal:
         return self._potential("cq/" + cq_name, fr, set())
@@ -373,22 +443,29 @@ def quota_line(
     if available is not None and cohort_name is not None:
         cohort_can_lend = max(ZERO, available - max(ZERO, nominal - reserved_now))
     limited_by: str | None = None
+    binding: tuple[BindingLimit, ...] = ()
     if holds_reservation:
         verdict = Verdict.FITS_NOW
     elif maximum is not None and requested > maximum:
         verdict = Verdict.NEVER_FITS
-        limited_by = (
-            "BORROWING_LIMIT"
-            if quota and quota.borrowing_limit is not None
-            else ("NOMINAL_QUOTA" if cohort_name is None else "COHORT")
-        )
+        if cohort_name is not None and tree is not None and quota is not None:
+            binding = tree.binding_limits(cq_name, fr, now=False)
+            limited_by = _limited_by(cq_name, binding)
+        elif quota is not None and quota.borrowing_limit is not None:
+            limited_by = "BORROWING_LIMIT"
+        else:
+            limited_by = "NOMINAL_QUOTA" if cohort_name is None else "COHORT"
+        if cohort_name is None and quota is not None:
+            binding = (BindingLimit("ClusterQueue", cq_name, "nominalQuota", nominal),)
     elif available is None:
         verdict = Verdict.UNKNOWN
     elif requested <= available:
         verdict = Verdict.FITS_NOW
     else:
         verdict = Verdict.MUST_WAIT
-        if tree is not None and tree.borrowing_limit_binds(cq_name, fr):
+        if tree is not None and quota is not None and cohort_name is not None:
+            binding = tree.binding_limits(cq_name, fr, now=True)
+        if _limited_by(cq_name, binding) == "BORROWING_LIMIT":
             limited_by = "BORROWING_LIMIT"
         elif cohort_name is not None and requested > nominal - reserved_now:
             limited_by = "COHORT"
@@ -413,7 +490,15 @@ def quota_line(
         verdict=verdict,
         limited_by=limited_by,
         counts_this_workload=holds_reservation,
+        binding_limits=binding,
     )
+
+
+def _limited_by(cq_name: str, binding: Sequence[BindingLimit]) -> str:
+    """BORROWING_LIMIT when the queue's own borrowingLimit binds, else COHORT: the limit sits
+    elsewhere in the tree (`binding` names it)."""
+    own = [b for b in binding if b.kind == "ClusterQueue" and b.name == cq_name]
+    return "BORROWING_LIMIT" if own and own[0].limit == "borrowingLimit" else "COHORT"
 
 
 def assess_quota(

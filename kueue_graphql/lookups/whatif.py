@@ -24,7 +24,12 @@ from kueue_graphql.kube.resources import (
 from kueue_graphql.kueue.conditions import holds_quota_in
 from kueue_graphql.kueue.exact import ZERO, QuantityError, exact_arithmetic, parse_quantity
 from kueue_graphql.kueue.objects import items, mapping, metadata, spec, status
-from kueue_graphql.lookups.disclosure import DisclosurePolicy, QuotaView, quota_view
+from kueue_graphql.lookups.disclosure import (
+    DisclosurePolicy,
+    NumbersSource,
+    QuotaView,
+    quota_view,
+)
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.whatif import (
     PreemptionCandidate,
@@ -218,6 +223,7 @@ async def load_what_if(
             cohorts=view.cohorts,
             namespace_labels=labels,
             show_numbers=view.show_numbers,
+            names_shown=view.numbers_from is NumbersSource.CALLER_RBAC,
             hidden_because=view.detail,
             priority=priority,
             priority_class=priority_class.name if priority_class else None,

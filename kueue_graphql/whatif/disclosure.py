@@ -7,10 +7,15 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from kueue_graphql.kueue.model import Reason
+from kueue_graphql.kueue.model import QuotaLine, Reason
 from kueue_graphql.whatif.model import PodSetOutcome
 
-__all__ = ["outcome_without_numbers", "reason_without_numbers", "strip_numbers"]
+__all__ = [
+    "line_without_names",
+    "outcome_without_numbers",
+    "reason_without_numbers",
+    "strip_numbers",
+]
 
 
 _NUMBERS = (
@@ -46,3 +51,13 @@ def outcome_without_numbers(outcome: PodSetOutcome) -> PodSetOutcome:
 
 def reason_without_numbers(reason: Reason) -> Reason:
     return replace(reason, message=strip_numbers(reason.message), numbers=())
+
+
+def line_without_names(line: QuotaLine, cluster_queue: str) -> QuotaLine:
+    """The line with the names of the other objects whose limits bind withheld: only the
+    ClusterQueue itself and its own cohort are named (the caller knows them already)."""
+    own = {("ClusterQueue", cluster_queue), ("Cohort", line.cohort)}
+    limits = tuple(
+        b if (b.kind, b.name) in own else replace(b, name=None) for b in line.binding_limits
+    )
+    return replace(line, binding_limits=limits)

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.limits_prose import limit_clause, limit_levers
 from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict, known
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.quota import FlavorResource
@@ -134,7 +135,7 @@ def _summary(result: WhatIfResult) -> str:
                 f"never fits: needs {format_quantity(line.requested, res)} {res} at once in "
                 f"flavor {line.flavor}, more than the "
                 f"{format_quantity(line.maximum_capacity, res)} ClusterQueue "
-                f"{cq} can ever provide ({line.limited_by})"
+                f"{cq} can ever provide ({line.limited_by}){_where(line)}"
             )
         return (
             f"never fits: needs more {', '.join(group.resources)} at once than ClusterQueue {cq} "
@@ -153,7 +154,7 @@ def _summary(result: WhatIfResult) -> str:
             return (
                 f"must wait: {format_quantity(line.requested - line.available_now, res)} more "
                 f"{res} must be free in flavor {line.flavor} of ClusterQueue {cq} "
-                f"({line.limited_by}); "
+                f"({line.limited_by}{_where(line)}); "
                 "it fits once admitted Workloads release it"
             )
         return (
@@ -162,6 +163,11 @@ def _summary(result: WhatIfResult) -> str:
             "release it"
         )
     return f"unknown: {result.detail}" if result.detail else "unknown"
+
+
+def _where(line: QuotaLine) -> str:
+    clause = limit_clause(line)
+    return f": {clause}" if clause else ""
 
 
 def _toleration_for(taint_text: str, flavors: Mapping[str, KubeObject], flavor: str) -> str | None:
@@ -268,6 +274,7 @@ def _group_steps(
             f"{group.pod_set}{fewer}: ClusterQueue {cq} can never provide more in flavor "
             f"{line.flavor} (Kueue admits all Pods of a Workload together)."
         )
+        yield from limit_levers(line)
         limit = "borrowingLimit" if line.limited_by == "BORROWING_LIMIT" else "nominalQuota"
         yield f"Or ask an admin to raise the {limit} of ClusterQueue {cq} for {res}."
     elif group.verdict is Verdict.MUST_WAIT and line.available_now is not None:
@@ -276,6 +283,7 @@ def _group_steps(
             f"Submit and wait: it is admitted once {format_quantity(more, res)} more {res} is "
             f"free in flavor {line.flavor} (admitted Workloads finishing)."
         )
+        yield from limit_levers(line)
         room = line.available_now - (line.requested - outcome.total.get(res, ZERO))
         if room > 0:
             pods = int(room // per_pod) if per_pod else 0

@@ -81,6 +81,9 @@ class WhatIfInput:
     namespace_labels: Observed[Mapping[str, str]] = field(default_factory=Absent)
     show_numbers: bool = True
     """False: verdict, flavors and reasons without any quota figure (disclosure policy)."""
+    names_shown: bool = True
+    """False: the cohort was read by the service (disclosure policy), so other ClusterQueues'
+    and Cohorts' names stay hidden; the limits they set are given by kind and figure only."""
     hidden_because: str = ""
     """Why numbers are not shown, or why the ClusterQueue could not be read."""
     priority: int = 0

@@ -14,6 +14,7 @@ from kueue_graphql.kueue.model import QuotaLine, ReasonSource, Verdict, known
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.quota import FlavorResource
 from kueue_graphql.whatif.disclosure import (
+    line_without_names,
     outcome_without_numbers,
     reason_without_numbers,
     strip_numbers,
@@ -125,6 +126,8 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
         parse_kueue_message(kueue_message, None, ReasonSource.OBJECT) if kueue_message else ()
     )
     shown = inp.show_numbers and not groups_unknown
+    if not inp.names_shown:
+        lines = {fr: line_without_names(line, cq_name or "") for fr, line in lines.items()}
     if not shown:
         outcomes = [outcome_without_numbers(o) for o in outcomes]
     result = WhatIfResult(

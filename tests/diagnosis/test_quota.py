@@ -90,7 +90,13 @@ def test_borrowing_limit_reached() -> None:
     tree = CohortTree([BORROWER, LENDER], COHORTS)
     assert tree.potential_available("borrower", FR) == 2
     assert tree.available("borrower", FR) == 0
-    assert tree.borrowing_limit_binds("borrower", FR)
+    [own] = tree.binding_limits("borrower", FR, now=True)
+    assert (own.kind, own.name, own.limit, own.value) == (
+        "ClusterQueue",
+        "borrower",
+        "borrowingLimit",
+        1,
+    )
     report = assess_quota(
         cluster_queue=BORROWER,
         requests=need("1"),
@@ -187,3 +193,76 @@ def test_best_flavor_wins() -> None:
     verdicts = {line.flavor: line.verdict for line in report.lines}
     assert verdicts == {"standard": Verdict.NEVER_FITS, "big": Verdict.FITS_NOW}
     assert report.verdict is Verdict.FITS_NOW
+
+
+def _only_line(
+    asker: dict[str, Any], cpu: str, members: list[dict[str, Any]], cohorts: list[dict[str, Any]]
+) -> Any:
+    """The one quota line of a pending `cpu` request in `asker` (members include it)."""
+    report = assess_quota(
+        cluster_queue=asker,
+        requests=need(cpu),
+        holds_reservation=False,
+        cluster_queues=members,
+        cohorts=cohorts,
+    )
+    [line] = report.lines
+    return line
+
+
+def test_a_member_that_lends_nothing_is_the_limit_to_raise() -> None:
+    # Kueue's port case s-lending-limit-update, step 1: prod-cq and dev-cq (5 CPU each,
+    # lendingLimit 0) in cohort all; wl-1 holds prod's 5, wl-2 asks 5 more. prod: local 5, used
+    # 5 -> 0; the cohort holds 0 (both lend 0). Kueue: "5 more needed"; the Go test admits wl-2
+    # once dev's lendingLimit goes to 5: dev keeps 5 unused that it does not lend.
+    prod = cq("prod-cq", {"nominalQuota": "5", "lendingLimit": "0"}, "all", "5", "on-demand")
+    dev = cq("dev-cq", {"nominalQuota": "5", "lendingLimit": "0"}, "all", flavor="on-demand")
+    line = _only_line(prod, "5", [prod, dev], [])
+    assert (line.verdict, line.limited_by, line.available_now) == (Verdict.MUST_WAIT, "COHORT", 0)
+    [lender] = line.binding_limits
+    assert (lender.kind, lender.name, lender.limit, lender.value, lender.withheld) == (
+        "ClusterQueue",
+        "dev-cq",
+        "lendingLimit",
+        0,
+        5,
+    )
+    # Step 2 raises dev's lendingLimit to 5: then it fits, and no limit is named.
+    dev = cq("dev-cq", {"nominalQuota": "5", "lendingLimit": "5"}, "all", flavor="on-demand")
+    tree = CohortTree([prod, dev], [])
+    assert tree.available("prod-cq", ("on-demand", "cpu")) == 5
+
+
+def test_an_own_borrowing_limit_that_does_not_bind_is_not_the_limit() -> None:
+    # asker: 1 CPU, borrowingLimit 10; lender: 2 CPU, lendingLimit 0. potential = min(1 + 10,
+    # 0 + cohort 1) = 1: the lender's lendingLimit binds, not the asker's borrowingLimit.
+    asker = cq("asker", {"nominalQuota": "1", "borrowingLimit": "10"}, "pool")
+    lender = cq("lender", {"nominalQuota": "2", "lendingLimit": "0"}, "pool")
+    line = _only_line(asker, "3", [asker, lender], [])
+    assert (line.verdict, line.limited_by, line.maximum_capacity) == (
+        Verdict.NEVER_FITS,
+        "COHORT",
+        1,
+    )
+    assert [(b.kind, b.name, b.limit, b.withheld) for b in line.binding_limits] == [
+        ("ClusterQueue", "lender", "lendingLimit", 2)
+    ]
+
+
+def test_the_root_cohorts_own_quota_is_named_when_nothing_is_held_back() -> None:
+    # Cohort pool holds 2 CPU of its own; its only member 0. potential = 0 + 2.
+    member = cq("member", {"nominalQuota": "0"}, "pool")
+    pool = {
+        "metadata": {"name": "pool"},
+        "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "standard", "resources": [{"name": "cpu", "nominalQuota": "2"}]}]}]},
+    }  # fmt: skip
+    line = _only_line(member, "3", [member], [pool])
+    assert (line.verdict, line.limited_by, line.maximum_capacity) == (
+        Verdict.NEVER_FITS,
+        "COHORT",
+        2,
+    )
+    assert [(b.kind, b.name, b.limit, b.value) for b in line.binding_limits] == [
+        ("Cohort", "pool", "nominalQuota", 2)
+    ]

@@ -10,14 +10,13 @@ Workload of 2 CPU). Kueue's own messages, as v0.17.0 writes them:
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.cluster.driver import Cluster
+from tests.diagnosis.own_objects import apply, quota_message
 from tests.service.conftest import Server
 from tests.teardown import remove, remove_namespace
 from tests.waiting import SETTLE_SECONDS, wait_until
@@ -71,16 +70,6 @@ def _objects() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def _apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
-    proc = subprocess.run(
-        [str(cluster.kubectl_bin), "--kubeconfig", str(cluster.admin_kubeconfig),
-         "apply", "-f", "-"],
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
-        text=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-
-
 def _reserved(cluster: Cluster) -> int:
     status = cluster.get_json("clusterqueue", CQ).get("status") or {}
     for flavor in status.get("flavorsReservation") or []:
@@ -89,18 +78,10 @@ def _reserved(cluster: Cluster) -> int:
     return 0
 
 
-def _quota_message(cluster: Cluster, name: str) -> str:
-    workload = cluster.get_json("workload", name, "-n", NS)
-    for condition in (workload.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "QuotaReserved":
-            return str(condition.get("message") or "")
-    return ""
-
-
 @pytest.fixture(scope="module")
 def setting(cluster: Cluster) -> Iterator[None]:
-    _apply(cluster, _objects())
-    _apply(cluster, [_workload("holder", "2")])
+    apply(cluster, _objects())
+    apply(cluster, [_workload("holder", "2")])
     wait_until(
         "holder admitted in several-b",
         lambda: "several-b"
@@ -114,14 +95,14 @@ def setting(cluster: Cluster) -> Iterator[None]:
         SETTLE_SECONDS,
         detail=lambda: f"reserved: {_reserved(cluster)}",
     )
-    _apply(cluster, [_workload("never", "3"), _workload("waits", "2")])
+    apply(cluster, [_workload("never", "3"), _workload("waits", "2")])
     # Kueue's own verdicts first: the port is wrong if Kueue does not say this.
     wait_until(
         "Kueue's two-flavor messages",
-        lambda: _quota_message(cluster, "never").count("maximum capacity") == 2
-        and "2 more needed" in _quota_message(cluster, "waits"),
+        lambda: quota_message(cluster, NS, "never").count("maximum capacity") == 2
+        and "2 more needed" in quota_message(cluster, NS, "waits"),
         SETTLE_SECONDS,
-        detail=lambda: repr([_quota_message(cluster, n) for n in ("never", "waits")]),
+        detail=lambda: repr([quota_message(cluster, NS, n) for n in ("never", "waits")]),
     )
     yield
     remove_namespace(cluster, NS)
