@@ -63,16 +63,31 @@ def quota_verdict_text(quota: QuotaReport) -> str:
     return f"its quota verdict: {quota.verdict.value}"
 
 
-def behind_queue_head(ctx: Context, quota: QuotaReport) -> Reason | None:
-    """The head-of-line reason for a Workload that Kueue has not tried because it is not at
-    the head of a StrictFIFO ClusterQueue; None when that is not the case or not known."""
-    strategy = text(ctx.cluster_queue, "spec", "queueingStrategy")
+def behind_queue_head(ctx: Context, quota: QuotaReport, tried: bool) -> Reason | None:
+    """The head-of-line reason for a Workload behind the head of a StrictFIFO ClusterQueue,
+    or (`tried` False: Kueue wrote no current reason) behind the head of a ClusterQueue the
+    caller may not read; None when neither holds or its position is not known."""
     entry = known(ctx.inp.queue_position)
-    if strategy != STRICT_FIFO or not isinstance(entry, Mapping):
+    if not isinstance(entry, Mapping):
         return None
     ahead = _int(entry, "positionInClusterQueue")
     if not ahead:
         return None
+    if ctx.cluster_queue is not None:
+        if text(ctx.cluster_queue, "spec", "queueingStrategy") != STRICT_FIFO:
+            return None
+        order = (
+            f"ClusterQueue {ctx.cq_name} is StrictFIFO: Kueue tries only the Workload at the "
+            "head of its queue and writes nothing on those behind it"
+        )
+    elif tried:
+        return None
+    else:
+        order = (
+            f"Kueue has not tried it yet; you may not read ClusterQueue {ctx.cq_name}, so its "
+            "queueingStrategy is hidden from you: under StrictFIFO Kueue tries only the Workload "
+            "at the head of its queue and writes nothing on those behind it"
+        )
     in_lq = _int(entry, "positionInLocalQueue") or 0
     head = entry.get(HEAD_OF_CLUSTER_QUEUE_KEY)
     obj: ObjectRef | None = None
@@ -83,9 +98,8 @@ def behind_queue_head(ctx: Context, quota: QuotaReport) -> Reason | None:
         at_head = "at the head: a Workload of another LocalQueue (not named: not yours to read)"
     mine = f", {in_lq} of them in your LocalQueue" if in_lq else ", none in your LocalQueue"
     message = (
-        f"ClusterQueue {ctx.cq_name} is StrictFIFO: Kueue tries only the Workload at the head "
-        f"of its queue and writes nothing on those behind it; {ahead} Workload(s) are ahead "
-        f"of this one{mine}; {at_head}; {quota_verdict_text(quota)}"
+        f"{order}; {ahead} Workload(s) are ahead of this one{mine}; {at_head}; "
+        f"{quota_verdict_text(quota)}"
     )
     return Reason(
         Code.BEHIND_QUEUE_HEAD,

@@ -248,9 +248,9 @@ def _behind_queue_head(c: _Case) -> Iterator[str]:
     else:
         then = "its own quota verdict is not known to you"
     yield (
-        f"Wait: {_q(ahead, None)} Workload(s) are ahead in StrictFIFO ClusterQueue {c.cq} and "
-        f"Kueue tries nothing behind the head ({at_head}) until it is admitted or removed; "
-        f"{then}."
+        f"Wait: {_q(ahead, None)} Workload(s) are ahead in ClusterQueue {c.cq}; under "
+        f"StrictFIFO Kueue tries nothing behind the head ({at_head}) until it is admitted or "
+        f"removed; {then}."
     )
     if head is not None:
         yield (

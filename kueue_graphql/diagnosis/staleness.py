@@ -13,9 +13,9 @@ the queue is resumed. A reason written before such a change is earlier, not curr
   Requeued): it belongs to an earlier wait.
 
 Kubernetes times have whole seconds (events may have microseconds): a reason written in the same
-second as a queue's stop is taken as earlier (Kueue makes no attempt on a stopped queue), one
-written in the same second as the Workload's own transition as current (the transition and the
-event are written by one attempt).
+second as a queue's change is taken as earlier (Kueue makes no attempt on a stopped queue, and
+writes "inactive" only while the queue is), one written in the same second as the Workload's own
+transition as current (the transition and the event are written by one attempt).
 """
 
 from __future__ import annotations
@@ -105,14 +105,19 @@ def superseded_by(ctx: Context, reason: Reason, written_at: str) -> Change | Non
     code = Code.of(reason.code)
     lq = _active_change("LocalQueue", ctx.queue_name, ctx.local_queue)
     cq = _active_change("ClusterQueue", ctx.cq_name, ctx.cluster_queue)
-    for change, state_codes in ((lq, _LOCAL_QUEUE_STATE), (cq, _CLUSTER_QUEUE_STATE)):
+    attempt = code is not None and code.group in _ATTEMPT_GROUPS
+    found: list[Change] = []
+    # The ClusterQueue first: a stopped ClusterQueue makes its LocalQueues inactive too.
+    for change, state_codes in ((cq, _CLUSTER_QUEUE_STATE), (lq, _LOCAL_QUEUE_STATE)):
         if change is None:
             continue
-        attempt = code is not None and code.group in _ATTEMPT_GROUPS
         if not change.admits and attempt and written <= change.at:
-            return change
-        if change.admits and code in state_codes and written < change.at:
-            return change
+            found.append(change)
+        if change.admits and code in state_codes and written <= change.at:
+            found.append(change)
+    if found:
+        # The first change after the reason is the one that ended it.
+        return min(found, key=lambda c: c.at)
     if reason.source is ReasonSource.EVENT:
         own = _workload_change(ctx.workload)
         if own is not None and written < own.at:

@@ -33,7 +33,7 @@ def waiting_for_quota(ctx: Context) -> Diagnosis:
     quota = quota_report(ctx)
     reasons = with_workload_needs(reasons, workload_needs(ctx.workload))
     reasons = annotate_with_quota(reasons, quota)
-    behind = behind_queue_head(ctx, quota)
+    behind = behind_queue_head(ctx, quota, tried=bool(current))
     if behind is not None:
         # Under StrictFIFO the queue's order decides first: Kueue tries only the head.
         reasons.insert(0, behind)
