@@ -92,11 +92,11 @@ def behind_queue_head(ctx: Context, quota: QuotaReport, tried: bool) -> Reason |
     head = entry.get(HEAD_OF_CLUSTER_QUEUE_KEY)
     obj: ObjectRef | None = None
     if isinstance(head, str) and head:
-        at_head = f"at the head: Workload {head} of your LocalQueue {ctx.queue_name}"
+        at_head = f"at the head: Workload {head} of the same LocalQueue {ctx.queue_name}"
         obj = ObjectRef("Workload", head, ctx.namespace, KUEUE_API)
     else:
-        at_head = "at the head: a Workload of another LocalQueue (not named: not yours to read)"
-    mine = f", {in_lq} of them in your LocalQueue" if in_lq else ", none in your LocalQueue"
+        at_head = "at the head: a Workload of another LocalQueue (counted, not named)"
+    mine = f", {in_lq} of them in its LocalQueue" if in_lq else ", none in its LocalQueue"
     message = (
         f"{order}; {ahead} Workload(s) are ahead of this one{mine}; {at_head}; "
         f"{quota_verdict_text(quota)}"

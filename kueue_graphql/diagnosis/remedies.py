@@ -237,7 +237,11 @@ def _admission_check(c: _Case) -> Iterator[str]:
 def _behind_queue_head(c: _Case) -> Iterator[str]:
     ahead = c.r.number("aheadInClusterQueue")
     head = c.r.object
-    at_head = f"Workload {head.name}, yours" if head is not None else "not yours: counted"
+    at_head = (
+        f"Workload {head.name} of the same LocalQueue"
+        if head is not None
+        else "a Workload of another LocalQueue"
+    )
     verdict = c.d.quota.verdict
     if verdict is Verdict.FITS_NOW:
         then = "the quota it needs is free now, so it is admitted once it reaches the head"

@@ -140,8 +140,8 @@ async def test_behind_the_head_names_the_callers_own_head(
     assert [r["code"] for r in d["reasons"]] == ["BehindQueueHead"], d["reasons"]
     assert d["blockingRef"] == {"kind": "Workload", "name": HEAD, "namespace": NS_A}
     assert "is StrictFIFO" in d["summary"]
-    assert f"at the head: Workload {HEAD} of your LocalQueue lq" in d["summary"]
-    assert "1 Workload(s) are ahead of this one, 1 of them in your LocalQueue" in d["summary"]
+    assert f"at the head: Workload {HEAD} of the same LocalQueue lq" in d["summary"]
+    assert "1 Workload(s) are ahead of this one, 1 of them in its LocalQueue" in d["summary"]
     # Its own verdict: 1 CPU, all 2 held by holder.
     assert d["quota"]["verdict"] == "MUST_WAIT"
     assert "MUST_WAIT (1 more cpu in flavor hol-flavor)" in d["summary"]
@@ -156,7 +156,7 @@ async def test_another_namespaces_head_is_counted_not_named(
     d, raw = await _diagnose(server, cluster, NS_B, "behind-b")
     assert d["queuePosition"]["positionInClusterQueue"] == 2, d["queuePosition"]
     assert [r["code"] for r in d["reasons"]] == ["BehindQueueHead"], d["reasons"]
-    assert "2 Workload(s) are ahead of this one, none in your LocalQueue" in d["summary"]
+    assert "2 Workload(s) are ahead of this one, none in its LocalQueue" in d["summary"]
     assert "a Workload of another LocalQueue" in d["summary"]
     assert HEAD not in raw
     assert "behind-a" not in raw

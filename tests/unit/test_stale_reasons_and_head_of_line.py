@@ -87,7 +87,7 @@ def test_behind_the_head_of_a_strict_fifo_queue() -> None:
     assert behind.number("aheadInClusterQueue") == 1
     assert d.blocking_object is not None
     assert (d.blocking_object.kind, d.blocking_object.name) == ("Workload", "head")
-    assert "at the head: Workload head of your LocalQueue lq" in d.summary
+    assert "at the head: Workload head of the same LocalQueue lq" in d.summary
     assert "its quota verdict: MUST_WAIT (1 more cpu in flavor stale-repro-flavor)" in d.summary
     assert "[earlier, no longer current: LocalQueue lq is inactive" in d.summary
     assert "before LocalQueue lq became active at" in d.summary
