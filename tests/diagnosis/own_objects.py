@@ -8,6 +8,7 @@ import subprocess
 from typing import Any
 
 from tests.cluster.driver import Cluster
+from tests.waiting import SETTLE_SECONDS, wait_until
 
 GROUP = "kueue.x-k8s.io/v1beta2"
 
@@ -76,3 +77,18 @@ def condition(cluster: Cluster, kind: str, name: str, type_: str, *ns: str) -> d
 def quota_message(cluster: Cluster, name: str, namespace_: str) -> str:
     cond = condition(cluster, "workload", name, "QuotaReserved", "-n", namespace_)
     return str(cond.get("message") or "") if cond.get("status") == "False" else ""
+
+
+def with_admitted_holder(
+    cluster: Cluster, objects: list[dict[str, Any]], namespace_: str, labels: dict[str, str]
+) -> None:
+    """Create `objects`, then `holder` (2 CPU) in `namespace_`'s LocalQueue lq, and wait until
+    Kueue admitted it."""
+    apply(cluster, objects)
+    apply(cluster, [workload("holder", namespace_, "2", labels)])
+    wait_until(
+        "holder admitted",
+        lambda: condition(cluster, "workload", "holder", "Admitted", "-n", namespace_).get("status")
+        == "True",
+        SETTLE_SECONDS,
+    )

@@ -28,6 +28,7 @@ from tests.diagnosis.own_objects import (
     namespace,
     quota_message,
     tenant_binding,
+    with_admitted_holder,
     workload,
 )
 from tests.service.conftest import Server
@@ -90,14 +91,7 @@ def _next_second_after(cluster: Cluster, name: str, ns: str) -> None:
 
 @pytest.fixture(scope="module")
 def setting(cluster: Cluster) -> Iterator[None]:
-    apply(cluster, _objects())
-    apply(cluster, [workload("holder", NS_A, "2", LABELS)])
-    wait_until(
-        "holder admitted",
-        lambda: condition(cluster, "workload", "holder", "Admitted", "-n", NS_A).get("status")
-        == "True",
-        SETTLE_SECONDS,
-    )
+    with_admitted_holder(cluster, _objects(), NS_A, LABELS)
     # One at a time, each in a later second than the one before: Kueue orders a queue by
     # creation time, which has whole seconds.
     apply(cluster, [workload(HEAD, NS_A, "2", LABELS)])

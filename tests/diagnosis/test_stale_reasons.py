@@ -23,6 +23,7 @@ from tests.diagnosis.own_objects import (
     merge_patch,
     namespace,
     quota_message,
+    with_admitted_holder,
     workload,
 )
 from tests.service.conftest import Server
@@ -77,14 +78,7 @@ def _pending_event(cluster: Cluster) -> bool:
 
 @pytest.fixture(scope="module")
 def setting(cluster: Cluster) -> Iterator[None]:
-    apply(cluster, _objects())
-    apply(cluster, [workload("holder", NS, "2", LABELS)])
-    wait_until(
-        "holder admitted",
-        lambda: condition(cluster, "workload", "holder", "Admitted", "-n", NS).get("status")
-        == "True",
-        SETTLE_SECONDS,
-    )
+    with_admitted_holder(cluster, _objects(), NS, LABELS)
     apply(cluster, [workload("waits", NS, "2", LABELS)])
     # Kueue's own verdict first, on the condition and as the Pending event.
     wait_until(
