@@ -53,6 +53,10 @@ def blocking_for(
     for r in reasons:
         if r.code in _CQ_CODES or r.code == Code.NAMESPACE_NOT_SELECTED:
             return ctx.cq_ref() or r.object
+    for r in reasons:
+        if r.code == Code.BEHIND_QUEUE_HEAD:
+            # The head Workload when the caller may read it, else its ClusterQueue.
+            return r.object or ctx.cq_ref()
     quota_codes = {Code.EXCEEDS_MAX_QUOTA, Code.WAITING_FOR_QUOTA}
     if quota is not None and quota.lines:
         limits = [

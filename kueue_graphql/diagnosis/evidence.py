@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from kueue_graphql.diagnosis.context import Context
+from kueue_graphql.diagnosis.staleness import EarlierReason, superseded_by
 from kueue_graphql.kueue.messages import parse_kueue_message
 from kueue_graphql.kueue.model import (
     Absent,
@@ -24,6 +25,7 @@ from kueue_graphql.kueue.objects import (
     condition,
     condition_true,
     event_message,
+    event_time,
     items,
     name,
     text,
@@ -42,7 +44,7 @@ from kueue_graphql.kueue.vocabulary import (
 __all__ = [
     "admission_check_reasons",
     "condition_reason",
-    "pending_reasons",
+    "pending_evidence",
     "preemptor_uid",
     "queue_object_reasons",
     "quota_report",
@@ -114,16 +116,19 @@ def admission_check_reasons(ctx: Context) -> list[Reason]:
     return out
 
 
-def pending_reasons(ctx: Context) -> list[Reason]:
-    """Reasons from QuotaReserved=False and the latest pending-type event."""
+def _written_pending_reasons(ctx: Context) -> list[tuple[Reason, str]]:
+    """Reasons from QuotaReserved=False and the latest pending-type event, each with when
+    Kueue wrote it (the condition's lastTransitionTime, the event's time)."""
     assert ctx.workload is not None
-    out: list[Reason] = []
-    cond = condition(ctx.workload, "QuotaReserved")
+    out: list[tuple[Reason, str]] = []
+    cond = condition(ctx.workload, WorkloadCondition.QUOTA_RESERVED)
     cond_message = ""
     if cond is not None and cond.get("status") != "True":
         cond_message = str(cond.get("message") or "")
+        written = str(cond.get("lastTransitionTime") or "")
         out.extend(
-            parse_kueue_message(
+            (r, written)
+            for r in parse_kueue_message(
                 cond_message, str(cond.get("reason") or "") or None, ReasonSource.CONDITION
             )
         )
@@ -134,13 +139,31 @@ def pending_reasons(ctx: Context) -> list[Reason]:
         latest = pending_events[-1]
         message = event_message(latest)
         if message and message != cond_message:
-            out.extend(parse_kueue_message(message, text(latest, "reason"), ReasonSource.EVENT))
+            out.extend(
+                (r, event_time(latest))
+                for r in parse_kueue_message(message, text(latest, "reason"), ReasonSource.EVENT)
+            )
+    return out
+
+
+def pending_evidence(ctx: Context) -> tuple[list[Reason], list[EarlierReason]]:
+    """The pending reasons that are current, and those written before a change that makes them
+    no longer so (staleness.py)."""
+    assert ctx.workload is not None
+    current: list[Reason] = []
+    earlier: list[EarlierReason] = []
+    for r, written in _written_pending_reasons(ctx):
+        change = superseded_by(ctx, r, written)
+        if change is None:
+            current.append(r)
+        else:
+            earlier.append(EarlierReason(r, written, change))
     gated = condition(ctx.workload, WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
     if gated is not None and gated.get("status") == "True":
-        r = condition_reason(ctx.workload, WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
-        if r is not None:
-            out.append(r)
-    return out
+        gate = condition_reason(ctx.workload, WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
+        if gate is not None:
+            current.append(gate)
+    return current, earlier
 
 
 # A queue kind's codes: (does not exist, stopped by spec.stopPolicy).

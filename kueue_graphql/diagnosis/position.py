@@ -14,11 +14,16 @@ from typing import Any
 
 from kueue_graphql.kueue.objects import metadata
 
-__all__ = ["FOREIGN_ENTRIES_KEY", "OwnEntry", "own_entry"]
+__all__ = ["FOREIGN_ENTRIES_KEY", "HEAD_OF_CLUSTER_QUEUE_KEY", "OwnEntry", "own_entry"]
 
 FOREIGN_ENTRIES_KEY = "foreignEntriesBefore"
 """Added to the entry handed to the diagnosis when Kueue listed other namespaces' entries
 ahead of it (positionInLocalQueue is then recomputed)."""
+
+HEAD_OF_CLUSTER_QUEUE_KEY = "headOfClusterQueue"
+"""Added to the entry: the name of the Workload at the head of the ClusterQueue's queue
+(positionInClusterQueue 0) when it is one of the Workload's own namespace in the same list,
+i.e. one the caller may read; absent otherwise (the head is then counted, never named)."""
 
 
 @dataclass(frozen=True)
@@ -28,17 +33,22 @@ class OwnEntry:
     """Among the entries of the Workload's own namespace (0 = next)."""
     foreign_entries_before: int
     """Entries of other namespaces Kueue listed ahead of it (and that were dropped)."""
+    head_of_cluster_queue: str | None = None
+    """Its own namespace's entry at positionInClusterQueue 0, when that is not itself."""
 
 
 def own_entry(items: Sequence[Mapping[str, Any]], namespace: str, name: str) -> OwnEntry | None:
     own_before = foreign_before = 0
+    head: str | None = None
     for item in items:
         meta = metadata(item)
         # An entry without a namespace is taken as the LocalQueue's own (older servers).
         same_namespace = meta.get("namespace") in (None, namespace)
         if same_namespace and meta.get("name") == name:
-            return OwnEntry(item, own_before, foreign_before)
+            return OwnEntry(item, own_before, foreign_before, head)
         if same_namespace:
+            if item.get("positionInClusterQueue") == 0:
+                head = str(meta.get("name") or "") or None
             own_before += 1
         else:
             foreign_before += 1

@@ -44,6 +44,8 @@ _NOT_QUOTA_CODES = frozenset(
         Code.FLAVOR_NODE_AFFINITY_MISMATCH,
         Code.FLAVOR_NOT_FOUND,
         Code.RESOURCE_NOT_COVERED,
+        Code.BEHIND_QUEUE_HEAD,
+        Code.REQUEUE_BACKOFF,
     }
 )
 
@@ -236,6 +238,46 @@ def _admission_check(c: _Case) -> Iterator[str]:
         )
 
 
+def _behind_queue_head(c: _Case) -> Iterator[str]:
+    ahead = c.r.number("aheadInClusterQueue")
+    head = c.r.object
+    at_head = (
+        f"Workload {head.name} of the same LocalQueue"
+        if head is not None
+        else "a Workload of another LocalQueue"
+    )
+    verdict = c.d.quota.verdict
+    if verdict is Verdict.FITS_NOW:
+        then = "the quota it needs is free now, so it is admitted once it reaches the head"
+    elif verdict is Verdict.MUST_WAIT:
+        then = "it then also waits for quota (see the quota lines)"
+    elif verdict is Verdict.NEVER_FITS:
+        then = "even then it never fits: shrink the request"
+    else:
+        then = "its own quota verdict is not known to you"
+    yield (
+        f"Wait: {_q(ahead, None)} Workload(s) are ahead in ClusterQueue {c.cq}; under "
+        f"StrictFIFO Kueue tries nothing behind the head ({at_head}) until it is admitted or "
+        f"removed; {then}."
+    )
+    if head is not None:
+        yield (
+            f"If Workload {head.name} should not go first, delete it or lower its priority: "
+            "the next one becomes the head."
+        )
+    yield (
+        "Or resubmit to a LocalQueue whose ClusterQueue is BestEffortFIFO (Kueue tries the "
+        "Workloads behind a head that does not fit)."
+    )
+
+
+def _requeue_backoff(c: _Case) -> Iterator[str]:
+    yield (
+        "Kueue retries it by itself after the backoff in status.requeueState; if it keeps being "
+        "requeued, read why in its Evicted condition and status.schedulingStats.evictions."
+    )
+
+
 def _insufficient_allocatable(c: _Case) -> Iterator[str]:
     res = c.r.resource
     wanted = c.r.number("requested")
@@ -319,6 +361,8 @@ _REMEDIES: dict[Code, Callable[[_Case], Iterator[str]]] = {
     Code.NODE_AFFINITY_MISMATCH: _said,
     Code.UNTOLERATED_NODE_TAINT: _said,
     Code.INSUFFICIENT_ALLOCATABLE: _insufficient_allocatable,
+    Code.BEHIND_QUEUE_HEAD: _behind_queue_head,
+    Code.REQUEUE_BACKOFF: _requeue_backoff,
 }
 """The next steps for each cause code; a code not listed has none of its own."""
 

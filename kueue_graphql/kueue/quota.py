@@ -1,5 +1,8 @@
 """Quota arithmetic: a Workload's needs against its ClusterQueue and cohort tree.
 
+Over 500 lines on purpose: one port of Kueue's resource_node.go and its tree walk, kept in one
+file so that it reads against Kueue's file.
+
 A faithful port of Kueue v0.17.0's hierarchical resource nodes
 (pkg/cache/scheduler/resource_node.go):
 

@@ -97,6 +97,8 @@ class WorkloadCondition(enum.StrEnum):
     DEACTIVATION_TARGET = "DeactivationTarget"
     PREEMPTED = "Preempted"
     BLOCKED_ON_PREEMPTION_GATES = "BlockedOnPreemptionGates"
+    QUOTA_RESERVED = "QuotaReserved"
+    REQUEUED = "Requeued"
 
 
 class EvictionReason(enum.StrEnum):
@@ -197,6 +199,8 @@ class Code(enum.StrEnum):
     NO_RESERVATION = "NoReservation"
     PENDING_EVALUATION = "PendingEvaluation"
     NOT_YET_EVALUATED = "NotYetEvaluated"
+    BEHIND_QUEUE_HEAD = "BehindQueueHead"
+    REQUEUE_BACKOFF = "RequeueBackoff"
     ADMISSION_GATED = "AdmissionGated"
     ON_HOLD = "OnHold"
     WAITING_FOR_PODS_READY = "WaitingForPodsReady"
@@ -300,6 +304,8 @@ _GROUPS: dict[Code, CodeGroup] = {
         Code.NO_RESERVATION,
         Code.PENDING_EVALUATION,
         Code.NOT_YET_EVALUATED,
+        Code.BEHIND_QUEUE_HEAD,
+        Code.REQUEUE_BACKOFF,
         Code.ADMISSION_GATED,
         Code.ON_HOLD,
         Code.WAITING_FOR_PODS_READY,

@@ -14,7 +14,11 @@ from typing import Any, TypeVar
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.diagnosis.evidence import preemptor_uid
-from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY, own_entry
+from kueue_graphql.diagnosis.position import (
+    FOREIGN_ENTRIES_KEY,
+    HEAD_OF_CLUSTER_QUEUE_KEY,
+    own_entry,
+)
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import (
@@ -121,6 +125,8 @@ async def _queue_position(
             return dx.Absent(f"not among the first {len(read.items)} pending Workloads read")
         return dx.Absent("not in the LocalQueue's pending list")
     entry = dict(found.item)
+    if found.head_of_cluster_queue:
+        entry[HEAD_OF_CLUSTER_QUEUE_KEY] = found.head_of_cluster_queue
     if found.foreign_entries_before:
         entry["positionInLocalQueue"] = found.position_in_local_queue
         entry[FOREIGN_ENTRIES_KEY] = found.foreign_entries_before

@@ -119,10 +119,10 @@ def setting(cluster: Cluster) -> Iterator[None]:
     # Kueue's own verdicts first: the setting is wrong if Kueue does not say this.
     wait_until(
         "Kueue's maximum capacities",
-        lambda: "maximum capacity (1)" in quota_message(cluster, NS, "too-big")
-        and "maximum capacity (2)" in quota_message(cluster, NS, "two-level"),
+        lambda: "maximum capacity (1)" in quota_message(cluster, "too-big", NS)
+        and "maximum capacity (2)" in quota_message(cluster, "two-level", NS),
         SETTLE_SECONDS,
-        detail=lambda: repr([quota_message(cluster, NS, n) for n in ("too-big", "two-level")]),
+        detail=lambda: repr([quota_message(cluster, n, NS) for n in ("too-big", "two-level")]),
     )
     yield
     remove_namespace(cluster, NS)

@@ -99,10 +99,10 @@ def setting(cluster: Cluster) -> Iterator[None]:
     # Kueue's own verdicts first: the port is wrong if Kueue does not say this.
     wait_until(
         "Kueue's two-flavor messages",
-        lambda: quota_message(cluster, NS, "never").count("maximum capacity") == 2
-        and "2 more needed" in quota_message(cluster, NS, "waits"),
+        lambda: quota_message(cluster, "never", NS).count("maximum capacity") == 2
+        and "2 more needed" in quota_message(cluster, "waits", NS),
         SETTLE_SECONDS,
-        detail=lambda: repr([quota_message(cluster, NS, n) for n in ("never", "waits")]),
+        detail=lambda: repr([quota_message(cluster, n, NS) for n in ("never", "waits")]),
     )
     yield
     remove_namespace(cluster, NS)

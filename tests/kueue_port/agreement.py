@@ -485,11 +485,7 @@ class AgreementObserver:
     def _compare_diagnose(self, case: Case, index: int, wl: Obj) -> Check:
         meta = wl["metadata"]
         check = Check("diagnose", index, meta["name"])
-        d = self._query(
-            WHY_QUERY,
-            {"namespace": meta["namespace"], "kind": "Workload", "name": meta["name"]},
-            "diagnose",
-        )["diagnose"]
+        d, wl = self._diagnose_as_of(wl)
         differs = check.differs
         stages = expected_stages(wl)
         if d["stage"] not in stages:
@@ -526,6 +522,27 @@ class AgreementObserver:
         if differs:
             check.cls = classify(case, None, wl, differs)
         return check
+
+    def _diagnose_as_of(self, wl: Obj) -> tuple[dict[str, Any], Obj]:
+        """The diagnosis and the Workload as it was when diagnosed: Kueue may act between the
+        case's list of Workloads and the diagnosis (a step without an expectation, e.g. a
+        preemption under way), so the Workload is read again after the diagnosis, and diagnosed
+        again (at most 5 times) while its resourceVersion moved."""
+        meta = wl["metadata"]
+        variables = {"namespace": meta["namespace"], "kind": "Workload", "name": meta["name"]}
+        d: dict[str, Any] = {}
+        for _ in range(5):
+            d = self._query(WHY_QUERY, variables, "diagnose")["diagnose"]
+            after = self.kube.get("Workload", meta["name"], meta["namespace"])
+            if after is None:
+                break
+            moved = after["metadata"].get("resourceVersion") != wl["metadata"].get(
+                "resourceVersion"
+            )
+            wl = after
+            if not moved:
+                break
+        return d, wl
 
     def _limiting_differs(self, d: dict[str, Any], message: str) -> list[str]:
         named = {

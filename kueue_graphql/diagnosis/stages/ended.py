@@ -8,11 +8,12 @@ from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.diagnosis.evidence import (
     admission_check_reasons,
     condition_reason,
-    pending_reasons,
+    pending_evidence,
     quota_report,
 )
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.diagnosis.report import build
+from kueue_graphql.diagnosis.staleness import EarlierReason, earlier_summary
 from kueue_graphql.kueue.model import ObjectRef, Reason, ReasonSource
 from kueue_graphql.kueue.objects import (
     condition,
@@ -93,12 +94,15 @@ def evicted(ctx: Context) -> Diagnosis:
             blocking = checks[0].object if checks else blocking
         elif (evicted.kueue_reason or "").startswith("PodsReadyTimeout") and ctx.pods:
             blocking = ref(ctx.pods[0], "Pod")
+    earlier: list[EarlierReason] = []
     if not condition_true(ctx.workload, "QuotaReserved"):
-        reasons.extend(pending_reasons(ctx))
+        current, earlier = pending_evidence(ctx)
+        reasons.extend(current)
     stage = Stage.PREEMPTED if preempted else Stage.EVICTED
     verb = "preempted" if preempted else "evicted"
     summary = f"{verb} ({evicted.kueue_reason}): {evicted.message}"
     requeue = mapping(ctx.workload, "status", "requeueState")
     if requeue.get("requeueAt"):
         summary += f"; requeued at {requeue['requeueAt']}"
+    summary += earlier_summary(earlier)
     return build(ctx, stage, Layer.KUEUE, summary, blocking, reasons, quota_report(ctx))

@@ -7,10 +7,11 @@ from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.diagnosis.evidence import (
     admission_check_reasons,
     condition_reason,
-    pending_reasons,
+    pending_evidence,
     queue_object_reasons,
     quota_report,
 )
+from kueue_graphql.diagnosis.head_of_line import behind_queue_head, requeue_state
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.diagnosis.quota_prose import (
     annotate_with_quota,
@@ -18,6 +19,7 @@ from kueue_graphql.diagnosis.quota_prose import (
     with_workload_needs,
 )
 from kueue_graphql.diagnosis.report import build
+from kueue_graphql.diagnosis.staleness import earlier_summary
 from kueue_graphql.kueue.model import Reason, ReasonSource
 from kueue_graphql.kueue.podsets import workload_needs
 from kueue_graphql.kueue.vocabulary import Code
@@ -26,10 +28,18 @@ __all__ = ["waiting_for_checks", "waiting_for_quota"]
 
 
 def waiting_for_quota(ctx: Context) -> Diagnosis:
-    reasons = pending_reasons(ctx) + queue_object_reasons(ctx)
+    current, earlier = pending_evidence(ctx)
+    reasons = current + queue_object_reasons(ctx)
     quota = quota_report(ctx)
     reasons = with_workload_needs(reasons, workload_needs(ctx.workload))
     reasons = annotate_with_quota(reasons, quota)
+    behind = behind_queue_head(ctx, quota, tried=bool(current))
+    if behind is not None:
+        # Under StrictFIFO the queue's order decides first: Kueue tries only the head.
+        reasons.insert(0, behind)
+    requeued = requeue_state(ctx.workload)
+    if requeued is not None:
+        reasons.append(requeued)
     if not reasons:
         reasons.append(
             Reason(
@@ -41,7 +51,7 @@ def waiting_for_quota(ctx: Context) -> Diagnosis:
             )
         )
     blocking = blocking_for(ctx, reasons, quota) or ctx.cq_ref() or ctx.lq_ref()
-    summary = quota_summary(ctx, reasons, quota)
+    summary = quota_summary(ctx, reasons, quota) + earlier_summary(earlier)
     return build(
         ctx, Stage.WAITING_FOR_QUOTA_RESERVATION, Layer.KUEUE, summary, blocking, reasons, quota
     )
