@@ -866,14 +866,26 @@ def _events_pending(cluster: Cluster, workload: str) -> list[str]:
     return [str(e.get("message") or "") for e in listed["items"]]
 
 
+def _preempted_events(cluster: Cluster, workload: str) -> list[str]:
+    listed = cluster.get_json(
+        "events", "-n", NS, "--field-selector", f"involvedObject.name={workload},reason=Preempted"
+    )
+    return [str(e.get("message") or "") for e in listed["items"]]
+
+
 async def _preempted(cluster: Cluster, job: str) -> bool:
-    """Kueue evicted the Job's Workload to make room (Evicted, reason Preempted)."""
+    """Kueue evicted the Job's Workload to make room: its Evicted condition with reason
+    Preempted, or the `Preempted` Event Kueue records on it (preemption.go IssuePreemptions).
+    The Event stays: on a loaded machine the evicted Workload may be admitted again (Evicted
+    back to False) between two polls of the condition."""
     deadline = time.monotonic() + DECISION_SECONDS
     while time.monotonic() < deadline:
         wl = _workload_of(cluster, job)
         evicted = _condition(wl, "Evicted") if wl else None
         if evicted is not None and evicted.get("status") == "True":
             return evicted.get("reason") == "Preempted"
+        if wl is not None and _preempted_events(cluster, wl["metadata"]["name"]):
+            return True
         await asyncio.sleep(0.5)
     return False
 
