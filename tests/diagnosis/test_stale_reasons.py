@@ -173,9 +173,11 @@ async def test_a_stopped_cluster_queue_makes_the_quota_reason_earlier(
     _stop(cluster, target, "Hold")
     try:
         wait_until(
-            "Kueue's own view of the stop (ClusterQueue Active=False, the condition rewritten)",
-            lambda: condition(cluster, "clusterqueue", CQ, "Active").get("reason") == "Stopped"
-            and "is inactive" in quota_message(cluster, "waits", NS),
+            # Kueue may or may not rewrite the Workload's condition (a fresh-clone run under
+            # load saw it keep "insufficient unused quota" for 180 s): written before the stop,
+            # it is earlier either way.
+            "Kueue's own view of the stop (ClusterQueue Active=False)",
+            lambda: condition(cluster, "clusterqueue", CQ, "Active").get("reason") == "Stopped",
             SETTLE_SECONDS,
             detail=lambda: quota_message(cluster, "waits", NS),
         )
