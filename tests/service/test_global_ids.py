@@ -4,6 +4,7 @@ objects themselves (the `id` field, a connection's edges), never built by the te
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -16,16 +17,16 @@ pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 USERS = ["admin", "alice", "bob", "viewer", "nobody"]
 
 # (the type, the typed root field with its arguments, the fields compared). The typed field
-# is also where the id comes from (as admin).
+# is also where the id comes from (as admin). `{job}`: the name of that Job's Workload.
 TYPED = [
     (
         "Workload",
-        'workloadFor(namespace: "team-a", kind: "Job", name: "too-big-3x1cpu")',
+        'workload(namespace: "team-a", name: "{too-big-3x1cpu}")',
         "id name namespace status localQueue { id name } clusterQueue { id name }",
     ),
     (
         "Workload",
-        'workloadFor(namespace: "team-b", kind: "Job", name: "bob-job")',
+        'workload(namespace: "team-b", name: "{bob-job}")',
         "id name namespace status",
     ),
     ("Job", 'job(namespace: "team-b", name: "bob-job")', "id name namespace"),
@@ -51,6 +52,22 @@ TYPED = [
 ]
 
 
+async def with_workload_names(server: Server, cluster: Cluster, typed: str) -> str:
+    """`typed` with `{job}` replaced by the name of that Job's Workload (Kueue adds a suffix)."""
+    match = re.search(r"\{([a-z0-9-]+)\}", typed)
+    if match is None:
+        return typed
+    namespace = re.search(r'namespace: "([a-z0-9-]+)"', typed)
+    assert namespace is not None
+    found = await server.query(
+        "query Owner($ns: String!, $job: String!) "
+        '{ workloadFor(namespace: $ns, kind: "Job", name: $job) { name } }',
+        {"ns": namespace.group(1), "job": match.group(1)},
+        token=cluster.token("admin"),
+    )
+    return typed.replace(match.group(0), found["data"]["workloadFor"]["name"])
+
+
 def outcome(body: dict[str, Any], key: str) -> tuple[Any, list[tuple[str, str]]]:
     """The answer and its errors' (code, message), whatever the path."""
     errors = sorted((e["extensions"]["code"], e["message"]) for e in body.get("errors") or [])
@@ -61,6 +78,7 @@ def outcome(body: dict[str, Any], key: str) -> tuple[Any, list[tuple[str, str]]]
 async def test_node_by_id_answers_as_the_typed_field_for_each_user(
     server: Server, cluster: Cluster, type_name: str, typed: str, fields: str
 ) -> None:
+    typed = await with_workload_names(server, cluster, typed)
     typed_query = f"query Typed {{ answer: {typed} {{ {fields} }} }}"
     found = await server.query(typed_query, token=cluster.token("admin"))
     assert not found.get("errors"), found
