@@ -8,6 +8,7 @@ the same answer, the same FORBIDDEN or NOT_FOUND.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -51,6 +52,8 @@ KUBE_OBJECT_TYPES: tuple[type[KubeObject], ...] = (
 )
 
 Loader = Callable[[Info], Awaitable[Any]]
+# The kind a diagnosis starts from: a Kind (`Job`), or as typed, group-qualified.
+_KIND = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}")
 
 
 def _object_loader(cls: type[KubeObject], keys: tuple[str, ...]) -> Loader:
@@ -86,7 +89,7 @@ def _diagnosis_loader(keys: tuple[str, ...]) -> Loader:
     namespace, kind, name = _keys(keys, 3)
     check_namespace(namespace)
     check_name(name)
-    if not kind.isalnum() or len(kind) > 63:
+    if not _KIND.fullmatch(kind):
         raise BadRequestError("invalid id: not an id of this API; use an `id` this API returned")
     return lambda info: diagnose_object(reads(info), namespace, kind, name)
 
