@@ -17,6 +17,8 @@ from kueue_graphql.http import ReadMode
 from tests import node_clients
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server, server_in_mode
+from tests.service.test_subscriptions import JOB as LIVE_JOB
+from tests.service.test_subscriptions import SCENARIO as LIVE_SCENARIO
 from tests.teardown import remove, remove_pods
 from tests.waiting import SETTLE_SECONDS
 
@@ -24,46 +26,12 @@ pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 NAMESPACE = "team-a"
 JOB = "apollo-quota-held"
-SCENARIO = f"""
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {{name: cq-apollo-1cpu}}
-spec:
-  namespaceSelector: {{}}
-  resourceGroups:
-  - coveredResources: [cpu, memory]
-    flavors:
-    - name: standard
-      resources:
-      - {{name: cpu, nominalQuota: "1"}}
-      - {{name: memory, nominalQuota: 4Gi}}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {{name: lq-apollo, namespace: {NAMESPACE}}}
-spec: {{clusterQueue: cq-apollo-1cpu}}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {JOB}
-  namespace: {NAMESPACE}
-  labels: {{kueue.x-k8s.io/queue-name: lq-apollo}}
-spec:
-  parallelism: 1
-  completions: 1
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: main
-        image: registry.invalid/kueue-graphql/sleep:never-pulled
-        command: [sleep, "3600"]
-        resources:
-          requests: {{cpu: "2", memory: "256Mi"}}
-          limits: {{cpu: "2", memory: "256Mi"}}
-"""
+# test_subscriptions' 1-CPU ClusterQueue, its LocalQueue in team-a and its quota-held Job
+# (2 CPUs), under names of this module's own.
+SCENARIO = "---".join([*LIVE_SCENARIO.split("---")[:2], LIVE_JOB])
+for live, ours in (("cq-live-1cpu", "cq-apollo-1cpu"), ("lq-live", "lq-apollo")):
+    SCENARIO = SCENARIO.replace(live, ours)
+SCENARIO = SCENARIO.replace("live-quota-held", JOB)
 OBJECTS = (
     ("job", JOB, "-n", NAMESPACE),
     ("localqueue", "lq-apollo", "-n", NAMESPACE),

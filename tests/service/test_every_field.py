@@ -119,7 +119,8 @@ EVERYTHING = f"""
     children(first: 5) {{ nodes {{ name }} totalCount }}
     members(first: 5) {{ nodes {{ name }} totalCount }} raw events {{ reason }} }} }}
   namespaces(first: 100) {{ nodes {{ {OBJECT} phase localQueues {{ name }} }} }}
-  kubernetesNodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource {QTY} quantity amount }} }} }}
+  kubernetesNodes(first: 100) {{ nodes {{ {OBJECT}
+    allocatable {{ resource {QTY} quantity amount }} }} }}
   viewer {{ username uid groups extra }}
 }}
 """

@@ -36,7 +36,7 @@ async def stub() -> AsyncIterator[Stub]:
 def test_ids_round_trip_opaque_and_url_safe(keys: tuple[str, ...]) -> None:
     encoded = encode_id(*keys)
     assert decode_id(encoded) == GlobalId(keys[0], keys[1:])
-    assert "/" not in encoded and "=" not in encoded and "+" not in encoded
+    assert not set("/=+") & set(encoded)
     assert keys[-1] not in encoded  # opaque: the name is not readable in the id
     assert len(encoded) < MAX_ID_LENGTH
 
@@ -78,7 +78,8 @@ def test_the_schema_is_relay_compatible() -> None:
     assert "  node(id: ID!): Node\n" in sdl
     assert "  nodes(ids: [ID!]!): [Node]!\n" in sdl
     for entity in ("Workload", "KubernetesNode", "Cohort", "Diagnosis", "Event", "Namespace"):
-        assert f"type {entity} implements " in sdl and "Node" in sdl.split(f"type {entity} ")[1]
+        implements = sdl.split(f"type {entity} implements ")[1].split("{")[0]
+        assert "Node" in implements.split(), entity
 
 
 @pytest.mark.parametrize(
