@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,30 @@ async def run(script: str, env: dict[str, str], seconds: float = RUN_SECONDS) ->
     URL and a token go there, never on a command line)."""
     await installed()
     return await bounded(["node", script], seconds, env={**os.environ, **env})
+
+
+@contextlib.asynccontextmanager
+async def started(script: str, env: dict[str, str]) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`node <script>` of PROJECT running while the caller reads its stdout line by line (and
+    bounds its own waits); on exit its whole process group is killed if still running."""
+    await installed()
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        script,
+        cwd=PROJECT,
+        env={**os.environ, **env},
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
 
 
 def json_lines(stdout: str) -> list[dict[str, Any]]:

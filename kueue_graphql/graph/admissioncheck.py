@@ -39,4 +39,4 @@ class AdmissionCheckQuery:
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[AdmissionCheck] | None:
         found = await reads(info).list_page(ADMISSION_CHECK, page=page_request(info, first, after))
-        return connection(found, AdmissionCheck.from_json)
+        return connection(found, AdmissionCheck.from_json, after=after)

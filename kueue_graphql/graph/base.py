@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Self
 
 import strawberry
+from strawberry.types.base import get_object_definition
 
 from kueue_graphql.graph.common import JSON, Info, as_json, field, reads
+from kueue_graphql.graph.node import Node, global_id
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import Resource
 from kueue_graphql.kueue.objects import metadata
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 
 
 @strawberry.interface(description="Fields every Kubernetes object has.")
-class KubeObject:
+class KubeObject(Node):
     RESOURCE: ClassVar[Resource]
 
     ref_name: strawberry.Private[str]
@@ -44,6 +46,14 @@ class KubeObject:
         if self.loaded is None:
             self.loaded = await reads(info).get(self.RESOURCE, self.ref_namespace, self.ref_name)
         return self.loaded
+
+    @field(
+        description="Global, opaque and stable: from the kind, namespace and name, so it "
+        "survives a re-create under the same name. `node(id:)` finds the object again."
+    )
+    def id(self) -> strawberry.ID:
+        type_name = get_object_definition(type(self), strict=True).name
+        return global_id(type_name, self.ref_namespace or "", self.ref_name)
 
     @strawberry.field
     def name(self) -> str:

@@ -191,4 +191,4 @@ class ClusterQueueQuery:
         found = await reads(info).cluster_queues(
             cohort=cohort, page=page_request(info, first, after)
         )
-        return connection(found, ClusterQueue.from_json)
+        return connection(found, ClusterQueue.from_json, after=after)

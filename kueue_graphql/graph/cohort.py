@@ -9,6 +9,7 @@ import strawberry
 from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.clusterqueue import ClusterQueue, ResourceGroup, resource_groups
 from kueue_graphql.graph.common import JSON, Info, as_json, field, reads
+from kueue_graphql.graph.node import Node, global_id
 from kueue_graphql.graph.pagination import Connection, connection, page_request, paginate
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import COHORT
@@ -23,8 +24,15 @@ if TYPE_CHECKING:
     description="A Cohort. Kueue lets a cohort exist only as a ClusterQueue's `cohortName`; "
     "such an implicit cohort has `explicit: false`, no parent and no object of its own."
 )
-class Cohort:
+class Cohort(Node):
     name: str
+
+    @field(
+        description="Global and stable, from the cohort's name (explicit or implicit); "
+        "`node(id:)` finds it again."
+    )
+    def id(self) -> strawberry.ID:
+        return global_id("Cohort", "", self.name)
 
     async def obj(self, info: Info) -> JsonObject | None:
         return await reads(info).find(COHORT, None, self.name)
@@ -65,7 +73,7 @@ class Cohort:
         found = await reads(info).cluster_queues(
             cohort=self.name, page=page_request(info, first, after)
         )
-        return connection(found, ClusterQueue.from_json)
+        return connection(found, ClusterQueue.from_json, after=after)
 
     @field(description="Cohorts whose `parentName` is this cohort, paged.")
     async def children(
@@ -73,7 +81,7 @@ class Cohort:
     ) -> Connection[Cohort] | None:
         # Cohorts are few and cluster-scoped: the list is read whole, then paged.
         page = page_of(await reads(info).child_cohorts(self.name), page_request(info, first, after))
-        return connection(page, lambda c: Cohort(name=str(metadata(c).get("name"))))
+        return connection(page, lambda c: Cohort(name=str(metadata(c).get("name"))), after=after)
 
     @strawberry.field
     async def events(
@@ -91,11 +99,7 @@ class Cohort:
 class CohortQuery:
     @field(description="A cohort by name, explicit or implicit.")
     async def cohort(self, info: Info, name: str) -> Cohort | None:
-        if await reads(info).find(COHORT, None, name) is not None:
-            return Cohort(name=name)
-        if name in await reads(info).cohort_names():
-            return Cohort(name=name)
-        raise NotFoundError("Cohort", name)
+        return await load_cohort(info, name)
 
     @field(description="All cohorts, explicit and implicit.")
     async def cohorts(
@@ -110,3 +114,12 @@ class CohortQuery:
             info.context.limits.max_page_size,
             lambda o: Cohort(name=str(o["metadata"]["name"])),
         )
+
+
+async def load_cohort(info: Info, name: str) -> Cohort:
+    """The cohort named `name`, explicit or implicit; NotFoundError when there is neither."""
+    if await reads(info).find(COHORT, None, name) is not None:
+        return Cohort(name=name)
+    if name in await reads(info).cohort_names():
+        return Cohort(name=name)
+    raise NotFoundError("Cohort", name)

@@ -17,8 +17,9 @@ from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.cohort import Cohort
 from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.job import Job
+from kueue_graphql.graph.kubernetes_node import KubernetesNode
 from kueue_graphql.graph.localqueue import LocalQueue
-from kueue_graphql.graph.node import Node
+from kueue_graphql.graph.node import Node, global_id
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.quantity import Quantity, exact, replaced_by
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
@@ -295,7 +296,7 @@ BlockingObject = Annotated[
     | ResourceFlavor
     | AdmissionCheck
     | Pod
-    | Node
+    | KubernetesNode
     | Workload
     | Job,
     strawberry.union(
@@ -309,7 +310,7 @@ _BLOCKING_TYPES: dict[str, Any] = {
     "ResourceFlavor": ResourceFlavor,
     "AdmissionCheck": AdmissionCheck,
     "Pod": Pod,
-    "Node": Node,
+    "Node": KubernetesNode,
     "Workload": Workload,
     "Job": Job,
 }
@@ -319,8 +320,18 @@ _BLOCKING_TYPES: dict[str, Any] = {
     description="Why the workload is where it is: stage, the layer to look at, the object "
     "that holds it, the reasons with their numbers, quota, Pods, queue position, remedies."
 )
-class Diagnosis:
+class Diagnosis(Node):
     result: strawberry.Private[dx.Diagnosis]
+    # Where it started: (namespace, Kind, name), the arguments of `diagnose`.
+    start: strawberry.Private[tuple[str, str, str]]
+
+    @field(
+        description="Global and stable: from where the diagnosis starts (namespace, kind, name), "
+        "so every answer about the same start, the `diagnosis` subscription's included, updates "
+        "one cached object. `node(id:)` diagnoses again."
+    )
+    def id(self) -> strawberry.ID:
+        return global_id("Diagnosis", *self.start)
 
     @strawberry.field
     def stage(self) -> dx.Stage:
@@ -475,8 +486,9 @@ class Diagnosis:
         return kept
 
 
-def diagnose_workload(workload_input: dx.DiagnosisInput) -> Diagnosis:
-    return Diagnosis(result=dx.diagnose(workload_input))
+def diagnose_workload(workload_input: dx.DiagnosisInput, start: tuple[str, str, str]) -> Diagnosis:
+    """The diagnosis of `workload_input`, started from `start` (namespace, Kind, name)."""
+    return Diagnosis(result=dx.diagnose(workload_input), start=start)
 
 
 @strawberry.type
@@ -486,13 +498,10 @@ class DiagnosisQuery:
         'manages) or from the Workload itself (kind "Workload").'
     )
     async def diagnose(self, info: Info, namespace: str, kind: str, name: str) -> Diagnosis | None:
-        return diagnose_workload(
-            await diagnosis_input_for_owner(reads(info), namespace, canonical_kind(kind), name)
-        )
+        return await diagnose_object(reads(info), namespace, kind, name)
 
 
 async def diagnose_object(reader: KueueReader, namespace: str, kind: str, name: str) -> Diagnosis:
     """The diagnosis of an owner (e.g. a Job) or a Workload, read as the caller."""
-    return diagnose_workload(
-        await diagnosis_input_for_owner(reader, namespace, canonical_kind(kind), name)
-    )
+    start = (namespace, canonical_kind(kind), name)
+    return diagnose_workload(await diagnosis_input_for_owner(reader, *start), start)

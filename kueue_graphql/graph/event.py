@@ -83,4 +83,4 @@ class EventQuery:
         found = await reads(info).list_page(
             EVENT, namespace, field_selector=selector, page=page_request(info, first, after)
         )
-        return connection(found, Event.from_json)
+        return connection(found, Event.from_json, after=after)

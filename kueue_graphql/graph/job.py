@@ -107,4 +107,4 @@ class JobQuery:
         found = await reads(info).list_page(
             JOB, namespace, label_selector=selector, page=page_request(info, first, after)
         )
-        return connection(found, Job.from_json)
+        return connection(found, Job.from_json, after=after)

@@ -82,4 +82,4 @@ class LocalQueueQuery:
         found = await reads(info).local_queues(
             namespace, cluster_queue=cluster_queue, page=page_request(info, first, after)
         )
-        return connection(found, LocalQueue.from_json)
+        return connection(found, LocalQueue.from_json, after=after)

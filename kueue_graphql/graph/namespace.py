@@ -47,4 +47,4 @@ class NamespaceQuery:
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[Namespace] | None:
         found = await reads(info).list_page(NAMESPACE, page=page_request(info, first, after))
-        return connection(found, Namespace.from_json)
+        return connection(found, Namespace.from_json, after=after)

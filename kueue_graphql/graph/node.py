@@ -1,64 +1,31 @@
-"""core/v1 Node."""
+"""Relay's `Node` interface: every entity has a global `id` that `node(id:)` finds again.
+
+Entities are the Kubernetes objects (KubeObject), cohorts and diagnoses: what a client caches
+by identity. Value types (quantities, conditions, quota lines, taints...) have no id; a
+normalising cache (Apollo's InMemoryCache, Relay's store) keeps them inside their entity. The
+id's format is core/global_ids.py's; the root fields that read ids are graph/node_query.py's.
+"""
 
 from __future__ import annotations
 
 import strawberry
 
-from kueue_graphql.graph.base import KubeObject
-from kueue_graphql.graph.common import (
-    Condition,
-    Info,
-    Taint,
-    conditions,
-    reads,
-    taints,
+from kueue_graphql.core.global_ids import encode_id
+from kueue_graphql.graph.common import field
+
+
+@strawberry.interface(
+    description="An object with a global id: `node(id:)` finds it again (Relay's object "
+    "identification). Ids are opaque: store and send them back, never build or parse them."
 )
-from kueue_graphql.graph.pagination import Connection, connection, page_request
-from kueue_graphql.graph.quantity import ResourceQuantity, resource_list
-from kueue_graphql.kube.resources import NODE
-from kueue_graphql.kueue.objects import spec, status
+class Node:
+    @field(
+        description="Global, opaque and stable: the same object (by kind, namespace and name) "
+        "has the same id, also after it was deleted and created again."
+    )
+    def id(self) -> strawberry.ID:
+        raise NotImplementedError  # every implementing type resolves its own
 
 
-@strawberry.type(description="core/v1 Node.")
-class Node(KubeObject):
-    RESOURCE = NODE
-
-    @strawberry.field
-    async def taints(self, info: Info) -> list[Taint] | None:
-        return taints(spec(await self.obj(info)).get("taints"))
-
-    @strawberry.field
-    async def unschedulable(self, info: Info) -> bool | None:
-        return bool(spec(await self.obj(info)).get("unschedulable", False))
-
-    @strawberry.field
-    async def allocatable(self, info: Info) -> list[ResourceQuantity] | None:
-        return resource_list(status(await self.obj(info)).get("allocatable"))
-
-    @strawberry.field
-    async def capacity(self, info: Info) -> list[ResourceQuantity] | None:
-        return resource_list(status(await self.obj(info)).get("capacity"))
-
-    @strawberry.field
-    async def conditions(self, info: Info) -> list[Condition] | None:
-        return conditions(await self.obj(info))
-
-
-@strawberry.type
-class NodeQuery:
-    @strawberry.field
-    async def node(self, info: Info, name: str) -> Node | None:
-        return Node.from_json(await reads(info).get(NODE, None, name))
-
-    @strawberry.field
-    async def nodes(
-        self,
-        info: Info,
-        first: int,
-        after: str | None = None,
-        label_selector: str | None = None,
-    ) -> Connection[Node] | None:
-        found = await reads(info).list_page(
-            NODE, label_selector=label_selector, page=page_request(info, first, after)
-        )
-        return connection(found, Node.from_json)
+def global_id(type_name: str, *keys: str) -> strawberry.ID:
+    return strawberry.ID(encode_id(type_name, *keys))

@@ -27,15 +27,32 @@ from kueue_graphql.lookups import Page, PageRequest, page_of
 T = TypeVar("T")
 
 
-@strawberry.type
+@strawberry.type(description="Where a page is in its list, as Relay's connections describe it.")
 class PageInfo:
     has_next_page: bool
-    end_cursor: str | None
+    has_previous_page: bool = strawberry.field(
+        description="Whether a page comes before this one (pages go forward only: `first` and "
+        "`after`; true when the page was asked `after` a cursor)."
+    )
+    start_cursor: str | None = strawberry.field(description="The cursor of the page's first item.")
+    end_cursor: str | None = strawberry.field(
+        description="The cursor of the page's last item: pass it as `after` for the next page."
+    )
 
 
-@strawberry.type(description="One page of a list.")
+@strawberry.type(description="One item of a page with its cursor (Relay's edge).")
+class Edge(Generic[T]):
+    node: T
+    cursor: str = strawberry.field(description="Pass as `after` for the page after this item.")
+
+
+@strawberry.type(
+    description="One page of a list: its items as `nodes`, or as `edges` with their cursors "
+    "(Relay's connection)."
+)
 class Connection(Generic[T]):
     nodes: list[T]
+    edges: list[Edge[T]]
     page_info: PageInfo
     # None when the list was not read to its end, which happens only when `totalCount` is
     # not selected (see page_request).
@@ -123,11 +140,19 @@ def page_request(info: Info, first: int, after: str | None) -> PageRequest:
     return PageRequest(first=first, after=position, count_all=count_all)
 
 
-def connection(page: Page, wrap: Callable[[JsonObject], T]) -> Connection[T]:
-    end_cursor = encode_cursor(_cursor_of(page.items[-1])) if page.items else None
+def connection(page: Page, wrap: Callable[[JsonObject], T], *, after: str | None) -> Connection[T]:
+    """The connection of `page`, asked `after` that cursor (None: the list's first page)."""
+    nodes = [wrap(o) for o in page.items]
+    cursors = [encode_cursor(_cursor_of(o)) for o in page.items]
     return Connection(
-        nodes=[wrap(o) for o in page.items],
-        page_info=PageInfo(has_next_page=page.has_next, end_cursor=end_cursor),
+        nodes=nodes,
+        edges=[Edge(node=n, cursor=c) for n, c in zip(nodes, cursors, strict=True)],
+        page_info=PageInfo(
+            has_next_page=page.has_next,
+            has_previous_page=after is not None,
+            start_cursor=cursors[0] if cursors else None,
+            end_cursor=cursors[-1] if cursors else None,
+        ),
         counted=page.total_count,
     )
 
@@ -141,4 +166,4 @@ def paginate(
 ) -> Connection[T]:
     """A page of objects already read whole."""
     position = check_page_arguments(first, after, max_page_size)
-    return connection(page_of(objects, PageRequest(first=first, after=position)), wrap)
+    return connection(page_of(objects, PageRequest(first=first, after=position)), wrap, after=after)

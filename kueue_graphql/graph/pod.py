@@ -24,7 +24,7 @@ from kueue_graphql.kueue.objects import spec, status
 from kueue_graphql.kueue.requests import pod_requests
 
 if TYPE_CHECKING:
-    from kueue_graphql.graph.node import Node
+    from kueue_graphql.graph.kubernetes_node import KubernetesNode
 
 
 @strawberry.type
@@ -98,11 +98,11 @@ class Pod(KubeObject):
     @strawberry.field
     async def node(
         self, info: Info
-    ) -> Annotated[Node, strawberry.lazy("kueue_graphql.graph.node")] | None:
-        from kueue_graphql.graph.node import Node
+    ) -> Annotated[KubernetesNode, strawberry.lazy("kueue_graphql.graph.kubernetes_node")] | None:
+        from kueue_graphql.graph.kubernetes_node import KubernetesNode
 
         name = spec(await self.obj(info)).get("nodeName")
-        return Node.ref(name) if name else None
+        return KubernetesNode.ref(name) if name else None
 
     @strawberry.field
     async def node_selector(self, info: Info) -> strawberry.scalars.JSON | None:
@@ -150,4 +150,4 @@ class PodQuery:
         found = await reads(info).list_page(
             POD, namespace, label_selector=label_selector, page=page_request(info, first, after)
         )
-        return connection(found, Pod.from_json)
+        return connection(found, Pod.from_json, after=after)

@@ -38,4 +38,4 @@ class WorkloadPriorityClassQuery:
         found = await reads(info).list_page(
             WORKLOAD_PRIORITY_CLASS, page=page_request(info, first, after)
         )
-        return connection(found, WorkloadPriorityClass.from_json)
+        return connection(found, WorkloadPriorityClass.from_json, after=after)

@@ -14,9 +14,10 @@ from kueue_graphql.graph.cohort import CohortQuery
 from kueue_graphql.graph.diagnosis import DiagnosisQuery
 from kueue_graphql.graph.event import EventQuery
 from kueue_graphql.graph.job import JobQuery
+from kueue_graphql.graph.kubernetes_node import KubernetesNodeQuery
 from kueue_graphql.graph.localqueue import LocalQueueQuery
 from kueue_graphql.graph.namespace import NamespaceQuery
-from kueue_graphql.graph.node import NodeQuery
+from kueue_graphql.graph.node_query import NodeQuery
 from kueue_graphql.graph.pod import PodQuery
 from kueue_graphql.graph.priorityclass import WorkloadPriorityClassQuery
 from kueue_graphql.graph.resourceflavor import ResourceFlavorQuery
@@ -27,6 +28,7 @@ from kueue_graphql.graph.workload import WorkloadQuery
 
 ROOT_FIELD_GROUPS: tuple[type, ...] = (
     ViewerQuery,
+    NodeQuery,
     WorkloadQuery,
     LocalQueueQuery,
     ClusterQueueQuery,
@@ -38,7 +40,7 @@ ROOT_FIELD_GROUPS: tuple[type, ...] = (
     JobQuery,
     PodQuery,
     EventQuery,
-    NodeQuery,
+    KubernetesNodeQuery,
     NamespaceQuery,
     DiagnosisQuery,
     WhatIfQuery,

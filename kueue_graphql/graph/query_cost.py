@@ -12,8 +12,9 @@ The figures, per operation (the largest over the document's operations is compar
   introspection's `ofType` adds no level);
 - fields and aliases: how many fields (and aliased fields) the response would have if every
   fragment were expanded, regardless of the data;
-- cost: fields weighted by the page sizes of the lists around them (`first`, or
-  `assumed_page_size` when `first` is a variable), as GitHub's API estimates "nodes";
+- cost: fields weighted by the page sizes of the lists around them (`first`, or the number of
+  `ids` of `nodes(ids:)`, or `assumed_page_size` when either is a variable), as GitHub's API
+  estimates "nodes";
 - comparisons: the field-pair comparisons graphql-core's OverlappingFieldsCanBeMerged rule
   would make (same response name in one selection set, fragments pairwise); that rule is
   quadratic, so it is bounded before validation runs;
@@ -199,6 +200,11 @@ class _Walk:
             if argument.name.value == "first":
                 if isinstance(argument.value, IntValueNode):
                     page = max(1, min(int(argument.value.value), self.limits.assumed_page_size))
+                elif isinstance(argument.value, VariableNode):
+                    page = self.limits.assumed_page_size
+            elif argument.name.value == "ids":  # `nodes(ids:)`: one object per id
+                if isinstance(argument.value, ListValueNode):
+                    page = max(1, min(len(argument.value.values), self.limits.assumed_page_size))
                 elif isinstance(argument.value, VariableNode):
                     page = self.limits.assumed_page_size
         total.fields += 1

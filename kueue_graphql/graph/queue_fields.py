@@ -77,4 +77,4 @@ async def workloads(
         status=status.value if status is not None else None,
         page=page_request(info, first, after),
     )
-    return connection(found, Workload.from_json)
+    return connection(found, Workload.from_json, after=after)

@@ -24,7 +24,7 @@ from kueue_graphql.kueue.objects import spec
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
-    from kueue_graphql.graph.node import Node
+    from kueue_graphql.graph.kubernetes_node import KubernetesNode
     from kueue_graphql.graph.topology import Topology
 
 
@@ -69,18 +69,22 @@ class ResourceFlavor(KubeObject):
         found = await reads(info).cluster_queues(
             flavor=self.ref_name, page=page_request(info, first, after)
         )
-        return connection(found, ClusterQueue.from_json)
+        return connection(found, ClusterQueue.from_json, after=after)
 
     @field(description="Nodes carrying all of this flavor's `nodeLabels`.")
     async def nodes(
         self, info: Info
-    ) -> list[Annotated[Node, strawberry.lazy("kueue_graphql.graph.node")]] | None:
-        from kueue_graphql.graph.node import Node
+    ) -> (
+        list[Annotated[KubernetesNode, strawberry.lazy("kueue_graphql.graph.kubernetes_node")]]
+        | None
+    ):
+        from kueue_graphql.graph.kubernetes_node import KubernetesNode
 
         labels = spec(await self.obj(info)).get("nodeLabels") or {}
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or None
         return [
-            Node.from_json(n) for n in await reads(info).list_objects(NODE, label_selector=selector)
+            KubernetesNode.from_json(n)
+            for n in await reads(info).list_objects(NODE, label_selector=selector)
         ]
 
 
@@ -95,4 +99,4 @@ class ResourceFlavorQuery:
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[ResourceFlavor] | None:
         found = await reads(info).list_page(RESOURCE_FLAVOR, page=page_request(info, first, after))
-        return connection(found, ResourceFlavor.from_json)
+        return connection(found, ResourceFlavor.from_json, after=after)

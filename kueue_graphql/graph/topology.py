@@ -39,4 +39,4 @@ class TopologyQuery:
         self, info: Info, first: int, after: str | None = None
     ) -> Connection[Topology] | None:
         found = await reads(info).list_page(TOPOLOGY, page=page_request(info, first, after))
-        return connection(found, Topology.from_json)
+        return connection(found, Topology.from_json, after=after)

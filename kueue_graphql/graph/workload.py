@@ -313,7 +313,8 @@ class Workload(KubeObject):
         from kueue_graphql.graph.diagnosis import diagnose_workload
 
         return diagnose_workload(
-            await diagnosis_input_for_workload(reads(info), await self.obj(info))
+            await diagnosis_input_for_workload(reads(info), await self.obj(info)),
+            (self.ref_namespace or "", "Workload", self.ref_name),
         )
 
     @field(description="The owning batch/v1 Job, when the owner is one.")
@@ -379,4 +380,4 @@ class WorkloadQuery:
             status=status.value if status is not None else None,
             page=page_request(info, first, after),
         )
-        return connection(found, Workload.from_json)
+        return connection(found, Workload.from_json, after=after)

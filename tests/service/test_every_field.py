@@ -35,7 +35,7 @@ async def server(service_kubeconfig: Path) -> AsyncIterator[Server]:
 
 
 OBJECT = (
-    "name namespace uid labels annotations creationTimestamp raw "
+    "id name namespace uid labels annotations creationTimestamp raw "
     "events { reason message type count involvedObject { kind name } }"
 )
 
@@ -103,8 +103,8 @@ EVERYTHING = f"""
       flavorsReservation {{ name resources {{ {OLD_USAGE} }} }}
       flavorsUsage {{ name resources {{ {OLD_USAGE} }} }}
       localQueues {{ name namespace }}
-      workloads(first: 5) {{ nodes {{ name status }} pageInfo {{ hasNextPage endCursor }}
-        totalCount }}
+      workloads(first: 5) {{ nodes {{ name status }} edges {{ cursor node {{ id }} }}
+        pageInfo {{ hasNextPage hasPreviousPage startCursor endCursor }} totalCount }}
     }}
   }}
   resourceFlavors(first: 100) {{ nodes {{ {OBJECT} nodeLabels topologyName topology {{ name }}
@@ -115,11 +115,12 @@ EVERYTHING = f"""
     conditions {{ type status reason }} }} }}
   workloadPriorityClasses(first: 100) {{ nodes {{ {OBJECT} value description }} }}
   topologies(first: 100) {{ nodes {{ {OBJECT} levels {{ nodeLabel }} }} }}
-  cohorts(first: 100) {{ nodes {{ name explicit parent {{ name }}
+  cohorts(first: 100) {{ nodes {{ id name explicit parent {{ name }}
     children(first: 5) {{ nodes {{ name }} totalCount }}
     members(first: 5) {{ nodes {{ name }} totalCount }} raw events {{ reason }} }} }}
   namespaces(first: 100) {{ nodes {{ {OBJECT} phase localQueues {{ name }} }} }}
-  nodes(first: 100) {{ nodes {{ {OBJECT} allocatable {{ resource {QTY} quantity amount }} }} }}
+  kubernetesNodes(first: 100) {{ nodes {{ {OBJECT}
+    allocatable {{ resource {QTY} quantity amount }} }} }}
   viewer {{ username uid groups extra }}
 }}
 """

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from kueue_graphql.core.global_ids import encode_id
 from tests.cluster.driver import Cluster
 from tests.service.conftest import Server
 
@@ -162,8 +163,8 @@ PROBES = [
     Probe(
         "nodes",
         ("get", "nodes"),
-        "{ nodes(first: 100) { nodes { name } } }",
-        ("nodes",),
+        "{ kubernetesNodes(first: 100) { nodes { name } } }",
+        ("kubernetesNodes",),
     ),
     Probe(
         "namespaces",
@@ -177,6 +178,30 @@ PROBES = [
         "{ workloadPriorityClasses(first: 100) { nodes { name value } } }",
         ("workloadPriorityClasses",),
     ),
+]
+
+
+def by_global_id(kubectl: tuple[str, ...], type_name: str, namespace: str, name: str) -> Probe:
+    """The object `kubectl` gets, through `node(id:)` (Relay's lookup by global id): it must be
+    answered or refused exactly as kubectl is, as the type's own root field is."""
+    node_id = encode_id(type_name, namespace, name)
+    return Probe(
+        f"{type_name} {name} by id",
+        kubectl,
+        f'{{ node(id: "{node_id}") {{ ... on {type_name} {{ name }} ... on Cohort {{ name }} }} }}',
+        ("node",),
+    )
+
+
+PROBES += [
+    by_global_id(
+        ("get", "localqueue", "lq-team-b", "-n", "team-b"), "LocalQueue", "team-b", "lq-team-b"
+    ),
+    by_global_id(("get", "clusterqueue", "cq-team-b"), "ClusterQueue", "", "cq-team-b"),
+    by_global_id(("get", "cohort", "org"), "Cohort", "", "org"),
+    by_global_id(("get", "job", "bob-job", "-n", "team-b"), "Job", "team-b", "bob-job"),
+    by_global_id(("get", "namespace", "team-a"), "Namespace", "", "team-a"),
+    by_global_id(("get", "node", "node-standard-1"), "KubernetesNode", "", "node-standard-1"),
 ]
 
 
