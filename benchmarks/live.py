@@ -5,10 +5,10 @@ prints figures and asserts nothing:
 
     uv run python benchmarks/live.py [--subscriptions 100] [--read-mode cache] [--rate 10]
 
-Sets up `--queues` 1-CPU ClusterQueues with a LocalQueue in team-a and team-b each, one pending
-Workload (2 CPUs: held for quota) per (namespace, queue) but the last queue's, which gets the
-"unrelated" Workloads nobody subscribes to. Starts the server (`benchmarks/server.py`), opens
-`--subscriptions` `diagnosis` subscriptions (alice for team-a, bob for team-b, 20 per
+Sets up `--queues` 1-CPU ClusterQueues with a LocalQueue in team-a and team-b each, `--watched`
+pending Workloads (2 CPUs: held for quota) per (namespace, queue) but the last queue's, which
+gets the "unrelated" Workloads nobody subscribes to. Starts the server (`benchmarks/server.py`),
+opens `--subscriptions` `diagnosis` subscriptions (alice for team-a, bob for team-b, 20 per
 connection) spread over the subscribed Workloads, waits for every first message, then measures
 three bounded phases of `--seconds` each:
 
@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import ssl
 import sys
 import time
@@ -82,7 +83,9 @@ def workload(namespace: str, name: str, queue: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def objects(queues: int, unrelated: int) -> tuple[list[Any], list[tuple[str, str]], list[Any]]:
+def objects(
+    queues: int, unrelated: int, watched: int
+) -> tuple[list[Any], list[tuple[str, str]], list[Any]]:
     """The setup, the subscribed (namespace, Workload) and the unrelated Workloads."""
     setup: list[Any] = []
     subscribed: list[tuple[str, str]] = []
@@ -104,9 +107,10 @@ def objects(queues: int, unrelated: int) -> tuple[list[Any], list[tuple[str, str
                 "spec": {"clusterQueue": cq},
             })  # fmt: skip
             if q < queues - 1:
-                name = f"{PREFIX}-wl-{q}"
-                others.append(workload(ns, name, lq))
-                subscribed.append((ns, name))
+                for w in range(watched):
+                    name = f"{PREFIX}-wl-{q}-{w}"
+                    others.append(workload(ns, name, lq))
+                    subscribed.append((ns, name))
             else:
                 for u in range(unrelated):
                     others.append(workload(ns, f"{PREFIX}-unrelated-{u}", lq))
@@ -240,7 +244,7 @@ async def phase(
 
 
 async def run(args: argparse.Namespace) -> None:
-    setup, subscribed, others = objects(args.queues, args.unrelated)
+    setup, subscribed, others = objects(args.queues, args.unrelated, args.watched)
     unrelated = [
         (o["metadata"]["namespace"], o["metadata"]["name"])
         for o in others
@@ -255,6 +259,8 @@ async def run(args: argparse.Namespace) -> None:
         for obj in setup + others:
             await api.apply(obj)
         await asyncio.sleep(3)  # Kueue queues them
+        # Two users open all N: the per-identity cap (100 by default) is raised to N.
+        os.environ["KGQL_BENCH_SUBSCRIPTIONS"] = str(args.subscriptions)
         with launched_server(None, args.read_mode) as (url, process):
             pid = process.pid
             got = Received()
@@ -281,7 +287,7 @@ async def run(args: argparse.Namespace) -> None:
                     readers.append(asyncio.create_task(read_all(sub, names, got)))
                 got.expected = args.subscriptions
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(got.all_first.wait(), 120)
+                    await asyncio.wait_for(got.all_first.wait(), 120 + 0.3 * args.subscriptions)
                 print(
                     f"{args.subscriptions} subscriptions ({args.read_mode}) on "
                     f"{len(subscribed)} Workloads, {args.queues - 1} ClusterQueues; first "
@@ -334,6 +340,13 @@ def main() -> None:
     parser.add_argument("--read-mode", choices=["impersonate", "cache"], default="cache")
     parser.add_argument("--queues", type=int, default=5, help="ClusterQueues (the last unrelated)")
     parser.add_argument("--unrelated", type=int, default=4, help="unrelated Workloads a namespace")
+    parser.add_argument(
+        "--watched",
+        type=int,
+        default=1,
+        help="subscribed Workloads per namespace and ClusterQueue (subscriptions are spread "
+        "over them round-robin: more of them means fewer subscribers per related change)",
+    )
     parser.add_argument("--rate", type=float, default=10.0, help="unrelated changes a second")
     parser.add_argument("--related-rate", type=float, default=1.0)
     parser.add_argument("--seconds", type=float, default=20.0, help="each phase")

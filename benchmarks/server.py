@@ -7,6 +7,10 @@ one, both per-identity caches (TokenReview answers and access decisions) use it;
 off, so every request pays its TokenReview and SubjectAccessReviews ("cold"). The read mode is
 `impersonate` (the default) or `cache` (`serve --read-mode`). The CLI has no flag for the
 TokenReview cache, hence this small launcher.
+
+`KGQL_BENCH_SUBSCRIPTIONS=N` (set by `benchmarks/live.py`) raises the subscription caps per
+identity and in total to at least N, as an operator would with `--max-subscriptions-per-identity`
+and `--max-subscriptions`: the benchmark opens N subscriptions as two users.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import asyncio
 import os
 import signal
 import sys
+from dataclasses import replace
 
 import heap
 
@@ -49,6 +54,17 @@ def main(argv: list[str]) -> None:
             authz_cache_ttl_seconds=ttl,
             token_cache_ttl_seconds=ttl,
             read_mode=read_mode,
+        )
+    subscriptions = int(os.environ.get("KGQL_BENCH_SUBSCRIPTIONS", "0"))
+    if subscriptions:
+        live = settings.live_limits
+        settings = replace(
+            settings,
+            live_limits=replace(
+                live,
+                per_identity=max(live.per_identity, subscriptions),
+                total=max(live.total, subscriptions),
+            ),
         )
     signal.signal(signal.SIGUSR1, dump_tasks)
     heap_report = os.environ.get("KGQL_BENCH_HEAP_REPORT")
