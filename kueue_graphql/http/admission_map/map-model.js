@@ -49,10 +49,12 @@
     }
   }
 
+  // The object asked about, when it is not the Workload itself (kind "Workload").
   function ownerNode(builder, diagnosis, subject) {
-    const owner = diagnosis.owner || { kind: subject.kind, name: subject.name };
-    return builder.add({ id: `${owner.kind}/${owner.name}`, kind: owner.kind, name: owner.name })
-      .id;
+    const owner = diagnosis.owner;
+    if (!owner && subject.kind.toLowerCase() === "workload") return null;
+    const { kind, name } = owner || subject;
+    return builder.add({ id: `${kind}/${name}`, kind, name }).id;
   }
 
   function workloadNode(builder, diagnosis, errors) {
