@@ -40,8 +40,9 @@
     add(node) {
       const existing = this.nodes.find((other) => other.id === node.id);
       if (existing) return existing;
-      this.nodes.push({ state: "ok", blocking: false, detail: "", ...node });
-      return node;
+      const added = { state: "ok", blocking: false, detail: "", ...node };
+      this.nodes.push(added);
+      return added;
     }
 
     link(source, target, label) {
