@@ -13,9 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+from graphql import NoDeprecatedCustomRule, parse, specified_rules, validate
 
+from kueue_graphql.graph.schema import build_schema
 from kueue_graphql.http import ServerSettings, build_app, map_assets
 from kueue_graphql.http.map_assets import (
+    OWN_DIRECTORY,
     OWN_FILES,
     VENDOR_FILES,
     VENDOR_LICENSES,
@@ -133,3 +136,11 @@ def test_the_served_versions_are_the_lock_files() -> None:
         package = source.split("/", 1)[0]
         version = lock["packages"][f"node_modules/{package}"]["version"]
         assert local.startswith(f"{package}-{version}."), (local, version)
+
+
+def test_the_maps_document_is_valid_and_uses_nothing_deprecated() -> None:
+    """The one document the element subscribes with (a schema rename shows here first)."""
+    document = parse((OWN_DIRECTORY / "admission-map.graphql").read_text())
+    assert (
+        validate(build_schema()._schema, document, [*specified_rules, NoDeprecatedCustomRule]) == []
+    )
