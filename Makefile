@@ -51,7 +51,7 @@ demo: install ## control plane + scenarios + the server + GraphiQL, with a ready
 map-assets: install ## fetch the admission map's layout library (cytoscape, cytoscape-dagre) with npm ci (web/admission-map/package-lock.json, sha256-checked) into kueue_graphql/http/admission_map_vendor, for the wheel
 
 map-screenshots: cluster-build ## screenshots of the admission map for the six seed cases into docs/admission-map/ (Chromium; starts the control plane)
-	ADMISSION_MAP_SCREENSHOTS=docs/admission-map $(RUN) pytest tests/service/test_admission_map.py -q -k screenshots
+	ADMISSION_MAP_SCREENSHOTS=docs/admission-map $(RUN) pytest tests/service/test_admission_map.py -q -k seed_case
 
 graphiql-assets: install ## fetch GraphiQL's JS/CSS with npm pack (sha256-checked) into kueue_graphql/http/graphiql_assets, for the wheel
 	$(RUN) python scripts/fetch_graphiql_assets.py

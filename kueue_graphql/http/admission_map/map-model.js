@@ -58,38 +58,37 @@
     return builder.add({ id: `${kind}/${name}`, kind, name }).id;
   }
 
-  function workloadNode(builder, diagnosis, errors) {
-    if (diagnosis.workload) {
-      const name = diagnosis.workload.name;
-      return builder.add({ id: `Workload/${name}`, kind: "Workload", name }).id;
-    }
-    const hidden = codeUnder(errors, ["diagnosis", "workload"]) === "FORBIDDEN";
+  // A node the answer has no object for: hidden when the API refused it, else missing.
+  function absentNode(builder, errors, kind, field, missingName) {
+    const hidden = codeUnder(errors, ["diagnosis", field]) === "FORBIDDEN";
     return builder.add({
-      id: "Workload/?",
-      kind: "Workload",
-      name: hidden ? HIDDEN : "none yet",
+      id: `${kind}/?`,
+      kind,
+      name: hidden ? HIDDEN : missingName,
       state: hidden ? "hidden" : "missing",
     }).id;
   }
 
+  function workloadNode(builder, diagnosis, errors) {
+    if (!diagnosis.workload) return absentNode(builder, errors, "Workload", "workload", "none yet");
+    const name = diagnosis.workload.name;
+    return builder.add({ id: `Workload/${name}`, kind: "Workload", name }).id;
+  }
+
   function localQueueNode(builder, diagnosis, errors) {
     const queue = diagnosis.localQueue;
-    if (queue) {
-      const stopped = queue.stopPolicy && queue.stopPolicy !== "None";
-      return builder.add({
-        id: `LocalQueue/${queue.name}`,
-        kind: "LocalQueue",
-        name: queue.name,
-        detail: stopped ? `stopPolicy ${queue.stopPolicy}` : "",
-      }).id;
+    if (!queue) {
+      if (diagnosis.stage === "NOT_MANAGED" && !codeUnder(errors, ["diagnosis", "localQueue"])) {
+        return null;
+      }
+      return absentNode(builder, errors, "LocalQueue", "localQueue", "none");
     }
-    const hidden = codeUnder(errors, ["diagnosis", "localQueue"]) === "FORBIDDEN";
-    if (!hidden && diagnosis.stage === "NOT_MANAGED") return null;
+    const stopped = queue.stopPolicy && queue.stopPolicy !== "None";
     return builder.add({
-      id: "LocalQueue/?",
+      id: `LocalQueue/${queue.name}`,
       kind: "LocalQueue",
-      name: hidden ? HIDDEN : "none",
-      state: hidden ? "hidden" : "missing",
+      name: queue.name,
+      detail: stopped ? `stopPolicy ${queue.stopPolicy}` : "",
     }).id;
   }
 
