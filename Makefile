@@ -9,15 +9,16 @@ RUN := $(UV) run --frozen
 # Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets schema bench bench-reads bench-cpu bench-scale bench-bomb bench-units bench-subs bench-cli bench-live image wheel clean
+.PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets map-assets map-screenshots schema bench bench-reads bench-cpu bench-scale bench-bomb bench-units bench-subs bench-cli bench-live image wheel clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-install: ## create .venv with the locked dependencies (uv.lock), and fetch GraphiQL's files (npm)
+install: ## create .venv with the locked dependencies (uv.lock), and fetch GraphiQL's and the admission map's files (npm)
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet "uv==$(UV_VERSION)"
 	$(UV) sync --frozen
 	$(RUN) python scripts/fetch_graphiql_assets.py
+	$(RUN) python scripts/fetch_map_assets.py
 
 lint: install ## ruff lint and format check
 	$(RUN) ruff check .
@@ -46,6 +47,11 @@ cluster-status: install ## is the control plane up?
 
 demo: install ## control plane + scenarios + the server + GraphiQL, with a ready token and query
 	$(RUN) python -m tests.cluster.demo
+
+map-assets: install ## fetch the admission map's layout library (cytoscape, cytoscape-dagre) with npm ci (web/admission-map/package-lock.json, sha256-checked) into kueue_graphql/http/admission_map_vendor, for the wheel
+
+map-screenshots: cluster-build ## screenshots of the admission map for the six seed cases into docs/admission-map/ (Chromium; starts the control plane)
+	ADMISSION_MAP_SCREENSHOTS=docs/admission-map $(RUN) pytest tests/service/test_admission_map.py -q -k seed_case
 
 graphiql-assets: install ## fetch GraphiQL's JS/CSS with npm pack (sha256-checked) into kueue_graphql/http/graphiql_assets, for the wheel
 	$(RUN) python scripts/fetch_graphiql_assets.py
@@ -80,11 +86,11 @@ bench-units: install ## analysis units and analysis CPU of the largest docs quer
 IMAGE ?= kueue-graphql:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 ENGINE ?= $(shell command -v podman 2>/dev/null || command -v docker 2>/dev/null)
 
-image: graphiql-assets ## build the container image (Containerfile) with podman or docker; IMAGE=name:tag
+image: graphiql-assets map-assets ## build the container image (Containerfile) with podman or docker; IMAGE=name:tag
 	@test -n "$(ENGINE)" || { echo "make image needs podman or docker; none is on PATH" >&2; exit 2; }
 	$(ENGINE) build -f Containerfile -t $(IMAGE) .
 
-wheel: graphiql-assets ## build the wheel into dist/ (what the image installs), GraphiQL's files inside
+wheel: graphiql-assets map-assets ## build the wheel into dist/ (what the image installs), GraphiQL's and the admission map's files inside
 	$(UV) build --wheel --out-dir dist
 
 schema: install ## regenerate schema/schema.graphql from the code
@@ -92,4 +98,4 @@ schema: install ## regenerate schema/schema.graphql from the code
 
 clean: ## remove local state (not the cached binaries)
 	-$(RUN) python -m tests.cluster down
-	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules
+	rm -rf .venv .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules web/admission-map/node_modules

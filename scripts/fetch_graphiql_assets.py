@@ -13,7 +13,6 @@ kueue_graphql/http/graphiql_assets.sha256. Files already in DIR with the right h
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -28,15 +27,10 @@ from kueue_graphql.http.graphiql import (
     GRAPHIQL_LICENSES,
     PACKAGED_ASSETS,
 )
+from kueue_graphql.http.vendored import expected_sums, sha256
 
 # The files the page loads and their licences.
 FILES = {**GRAPHIQL_ASSETS, **GRAPHIQL_LICENSES}
-
-
-def expected_sums() -> dict[str, str]:
-    """`sha256sum` format: '<hex>  <file>' per line."""
-    pairs = (line.split() for line in ASSET_SUMS.read_text().splitlines() if line.strip())
-    return {name: digest for digest, name in pairs}
 
 
 def split(asset: str) -> tuple[str, str]:
@@ -46,12 +40,8 @@ def split(asset: str) -> tuple[str, str]:
     return "/".join(parts[:n]), "/".join(parts[n:])
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def fetch(directory: Path) -> None:
-    sums = expected_sums()
+    sums = expected_sums(ASSET_SUMS)
     directory.mkdir(parents=True, exist_ok=True)
     wanted: dict[str, dict[str, str]] = {}  # package spec -> {path in tarball: local name}
     for asset, local in FILES.items():

@@ -16,6 +16,7 @@ from kueue_graphql.core.modes import QuotaDisclosure, ReadMode
 from kueue_graphql.graph.schema import QueryLimits
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
+from kueue_graphql.http.map_assets import MapAssetsError
 from kueue_graphql.http.persisted import TrustedDocumentsError
 from kueue_graphql.kube.kubeconfig_error import KubeConfigError
 
@@ -65,6 +66,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         cors_allow_origins=tuple(args.cors_allow_origin or ()),
         graphiql=not args.no_graphiql,
         graphiql_assets=args.graphiql_assets,
+        admission_map=not args.no_admission_map,
         max_body_bytes=args.max_body_bytes,
         persisted_queries_max_bytes=args.persisted_queries_max_bytes,
         trusted_documents=args.trusted_documents,
@@ -161,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         app = build_app(settings)
-    except (GraphiQLAssetsError, TrustedDocumentsError) as error:
+    except (GraphiQLAssetsError, MapAssetsError, TrustedDocumentsError) as error:
         print(f"kueue-graphql serve: {error}", file=sys.stderr)
         return 2
     api = Listener(args.host, args.port)

@@ -245,6 +245,11 @@ SERVE: tuple[Setting, ...] = (
         "kueue-graphql; GraphiQL never loads anything from the internet",
         metavar="DIR",
     ),
+    _switch(
+        "--no-admission-map",
+        "do not serve the admission map (GET /why/<namespace>/<kind>/<name> and its files "
+        "under /admission-map/)",
+    ),
     Setting(
         "--cors-allow-origin",
         Kind.LIST,

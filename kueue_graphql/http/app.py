@@ -23,6 +23,7 @@ from kueue_graphql.http.access_log import install_access_log_redaction
 from kueue_graphql.http.document_size import document_size_limit
 from kueue_graphql.http.gate import GraphQLGate
 from kueue_graphql.http.graphiql import ASSETS_MOUNT, GraphiQLAssets, assets_directory
+from kueue_graphql.http.map_assets import MAP_ROUTE, check_vendor_files, map_asset
 from kueue_graphql.http.middleware import (
     BodySizeLimit,
     ConcurrencyLimit,
@@ -34,6 +35,7 @@ from kueue_graphql.http.probes import healthz, readyz
 from kueue_graphql.http.services import build_services
 from kueue_graphql.http.settings import ServerSettings
 from kueue_graphql.http.view import GraphQLView
+from kueue_graphql.http.why_page import WHY_ROUTE, why_page
 from kueue_graphql.http.ws_log import install_ws_task_log_filter
 from kueue_graphql.kube.authz import service_identity_problems
 from kueue_graphql.kube.client import KubeClient
@@ -154,6 +156,11 @@ def build_app(settings: ServerSettings, *, kube: KubeClient | None = None) -> St
         # when a file is missing.
         assets = GraphiQLAssets(assets_directory(settings.graphiql_assets))
         routes.append(Mount(ASSETS_MOUNT, app=assets))
+    if settings.admission_map:
+        # Refuses to start (MapAssetsError) when the layout library is missing.
+        check_vendor_files()
+        routes.append(Route(MAP_ROUTE, map_asset, methods=["GET"]))
+        routes.append(Route(WHY_ROUTE, why_page, methods=["GET"]))
     return Starlette(
         routes=routes,
         middleware=[

@@ -26,6 +26,8 @@ class ServerSettings:
     graphiql: bool = True
     # GraphiQL's JavaScript and CSS from this directory (None: the copies packaged in the wheel).
     graphiql_assets: Path | None = None
+    # The admission map: GET /why/<namespace>/<kind>/<name> and its files under /admission-map/.
+    admission_map: bool = True
     max_body_bytes: int = 64 * 1024
     # Apollo's automatic persisted queries: bytes of documents kept by hash (0: off).
     persisted_queries_max_bytes: int = 8 * 1024 * 1024

@@ -164,7 +164,12 @@ def test_all_knobs_render_what_they_say(helm: Path) -> None:
         for rule in ingress["spec"]["rules"]
     }
     assert rules == {
-        "kueue-graphql.example.com": [("/graphql", "Prefix")],
+        # A host without paths: the API, the admission map's page and its files.
+        "kueue-graphql.example.com": [
+            ("/graphql", "Prefix"),
+            ("/why", "Prefix"),
+            ("/admission-map", "Prefix"),
+        ],
         "queues.example.org": [("/graphql", "Exact"), ("/healthz", "Prefix")],
     }
     backends = {

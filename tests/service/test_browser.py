@@ -7,48 +7,27 @@ need the same server process."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.driver import Cluster
-from tests.service.conftest import free_port, free_ports
+from tests.service.browser_support import (
+    OfflinePage,
+    Process,
+    launched_browser,
+    offline_page,
+    served_process,
+)
+from tests.service.conftest import free_port
 from tests.waiting import READY_SECONDS, wait_until
 
 pytestmark = pytest.mark.cluster
-
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@dataclass
-class Process:
-    url: str
-    process: subprocess.Popen[str]
-    log: Path
-    # The metrics listener's (--metrics-port).
-    metrics_url: str
-
-    def log_lines(self) -> list[dict[str, Any]]:
-        lines = []
-        for line in self.log.read_text().splitlines():
-            try:
-                lines.append(json.loads(line))
-            except ValueError:
-                pytest.fail(f"a log line that is not JSON: {line!r}")
-        return lines
-
 
 PAGE_PORT = free_port()
 ALLOWED_ORIGIN = f"http://127.0.0.1:{PAGE_PORT}"
@@ -58,43 +37,9 @@ REFUSED_ORIGIN = f"http://localhost:{PAGE_PORT}"
 
 @pytest.fixture(scope="module")
 def served(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
-    port, metrics_port = free_ports(2)
     log = tmp_path_factory.mktemp("server") / "server.log"
-    command = [
-        sys.executable,
-        "-m",
-        "kueue_graphql.cli",
-        "serve",
-        "--kubeconfig",
-        str(cluster.server_kubeconfig),
-        "--port",
-        str(port),
-        "--metrics-port",
-        str(metrics_port),
-        "--log-format",
-        "json",
-        "--cors-allow-origin",
-        ALLOWED_ORIGIN,
-    ]
-    with log.open("w") as output:
-        process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, text=True, cwd=REPO
-        )
-    server = Process(f"http://127.0.0.1:{port}", process, log, f"http://127.0.0.1:{metrics_port}")
-    try:
-
-        def ready() -> bool:
-            assert process.poll() is None, log.read_text()
-            try:
-                return httpx.get(server.url + "/readyz", timeout=30).status_code == 200
-            except httpx.TransportError:
-                return False
-
-        wait_until("the served process ready", ready, READY_SECONDS, 0.2, detail=log.read_text)
+    with served_process(cluster, log, "--cors-allow-origin", ALLOWED_ORIGIN) as server:
         yield server
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 PAGE = """<!doctype html><html><body><script>
@@ -138,12 +83,8 @@ def page_server() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with launched_browser() as launched:
         yield launched
-        launched.close()
 
 
 def test_a_page_on_an_allowed_origin_calls_the_api_with_its_token(
@@ -187,47 +128,14 @@ def test_preflight_allows_authorization_only_for_listed_origins(served: Process)
     assert "access-control-allow-origin" not in refused.headers
 
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 # The page is up: an introspection and a 300 ms pause for the pasted headers to settle.
 SCHEMA_SECONDS = 60
 
 
-@dataclass
-class OfflinePage:
-    """A page whose requests to any host but loopback are aborted (as in a cluster without
-    the internet), with what it tried to reach and what its Content-Security-Policy refused."""
-
-    page: Any
-    outside: list[str]
-    console_errors: list[str]
-
-    def refused_by_policy(self) -> list[str]:
-        return [text for text in self.console_errors if "Content Security Policy" in text]
-
-
 @pytest.fixture
 def offline(browser: Any) -> Iterator[OfflinePage]:
-    context = browser.new_context()
-    outside: list[str] = []
-
-    def only_loopback(route: Any) -> None:
-        url = route.request.url
-        if url.startswith("data:") or urlsplit(url).hostname in LOOPBACK_HOSTS:
-            route.continue_()
-        else:
-            outside.append(url)
-            route.abort()
-
-    context.route("**/*", only_loopback)
-    page = context.new_page()
-    console_errors: list[str] = []
-    page.on(
-        "console", lambda message: message.type == "error" and console_errors.append(message.text)
-    )
-    try:
-        yield OfflinePage(page, outside, console_errors)
-    finally:
-        context.close()
+    with offline_page(browser) as page:
+        yield page
 
 
 def paste_headers(page: Any, headers: dict[str, str]) -> None:

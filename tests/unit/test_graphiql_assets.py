@@ -28,11 +28,14 @@ from kueue_graphql.http.graphiql import (
     PACKAGED_ASSETS,
     GraphiQLAssetsError,
 )
+from kueue_graphql.http.map_assets import OWN_FILES, VENDOR_SUMS
 from kueue_graphql.http.services import build_services
+from kueue_graphql.http.vendored import expected_sums
 from tests.unit.apiserver_stub import Stub, apiserver_stub
 
 REPO = Path(__file__).resolve().parents[2]
 HTML = {"Accept": "text/html"}
+VENDOR_SUMS_NAMES = tuple(expected_sums(VENDOR_SUMS))
 LOCAL_URL = re.compile(r'(?:src|href)="(graphql/assets/[^"]+)"')
 
 
@@ -174,6 +177,12 @@ def test_the_wheel_carries_the_files(tmp_path: Path) -> None:
     assert b"MIT" in packaged["graphiql-3.8.3.LICENSE"]
     for name, content in packaged.items():
         assert content == (PACKAGED_ASSETS / name).read_bytes(), name
+    # The same hook packages the admission map's layout library; its own files are package data.
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    http = "kueue_graphql/http/"
+    assert {f"{http}admission_map_vendor/{name}" for name in VENDOR_SUMS_NAMES} <= names
+    assert {f"{http}admission_map/{name}" for name in OWN_FILES} <= names
 
 
 def test_a_missing_file_refuses_startup(assets: Path) -> None:

@@ -19,6 +19,7 @@ NOT_LIMITS = {
     "allow_get_queries",
     "graphiql",
     "graphiql_assets",
+    "admission_map",
     "cors_allow_origins",
     "token_audiences",
     "quota_disclosure",
