@@ -24,6 +24,7 @@ test_agreement.py). The classes of a disagreement are assigned from the case's f
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import sys
 import threading
@@ -154,6 +155,59 @@ def _quantity(amount: Decimal) -> str:
     return f"{int(amount * 1000)}m"
 
 
+def namespace_reader(case: Case) -> str:
+    """The ClusterRole (and its binding) that lets the user `get` the case's Namespaces."""
+    return f"{case.prefix()}{USER}-namespace-reader"
+
+
+def _cluster_queue_of(case: Case, workload: Manifest) -> str | None:
+    """The data name of the ClusterQueue a Workload manifest's LocalQueue points to."""
+    namespace = case.materialize(workload)["metadata"]["namespace"]
+    for m in case.all_manifests():
+        if (
+            m["kind"] == "LocalQueue"
+            and m["metadata"]["name"] == workload["spec"].get("queueName")
+            and case.materialize(m)["metadata"]["namespace"] == namespace
+        ):
+            return str(m["spec"].get("clusterQueue") or "") or None
+    return None
+
+
+def asked_in_creation_order(case: Case, step: Step) -> set[str]:
+    """The Workloads of a step (data names) whose whatIf is asked just before they are created,
+    after the earlier Workloads of the step were created and decided by Kueue, instead of before
+    the step: those that follow an earlier Workload of the step in the same ClusterQueue, where
+    the step's Workloads for that ClusterQueue come in Kueue's queue order (priority not
+    increasing, so creation order; Kueue v0.17 pkg/queue orders by priority, then creation).
+    Kueue takes them one after the other in that order, so when it gets to one, the earlier
+    ones are admitted or pending: what whatIf must see. Where a later Workload has a higher
+    priority, Kueue would take it first: those are asked before the step, as they are created
+    together."""
+    by_queue: dict[str, list[Manifest]] = {}
+    for m in step.create:
+        if m["kind"] == "Workload":
+            cq = _cluster_queue_of(case, m)
+            if cq is not None:
+                by_queue.setdefault(cq, []).append(m)
+    later: set[str] = set()
+    for workloads in by_queue.values():
+        priorities = [_priority(case, w) for w in workloads]
+        if all(a >= b for a, b in itertools.pairwise(priorities)):
+            later.update(w["metadata"]["name"] for w in workloads[1:])
+    return later
+
+
+def _priority(case: Case, workload: Manifest) -> int:
+    spec = workload["spec"]
+    ref = spec.get("priorityClassRef") or {}
+    if ref.get("name"):
+        for m in case.all_manifests():
+            if m["kind"] == "WorkloadPriorityClass" and m["metadata"]["name"] == ref["name"]:
+                return int(m.get("value") or 0)
+    priority = spec.get("priority")
+    return priority if isinstance(priority, int) else 0
+
+
 # -- Kueue's side ------------------------------------------------------------------------------
 def kueue_flavors(wl: Obj) -> dict[str, str]:
     admission = (wl.get("status") or {}).get("admission") or {}
@@ -214,6 +268,11 @@ def expected_stages(wl: Obj) -> set[str]:
     return {"WAITING_FOR_QUOTA_RESERVATION"}
 
 
+# Kueue's messages for a queue that holds every Workload (whatif/gates.py): whatIf must say them.
+_QUEUE_GATE = re.compile(
+    r"^(Workload namespace doesn't match ClusterQueue selector|ClusterQueue \S+ is inactive|"
+    r"LocalQueue \S+ is inactive|ClusterQueue \S+ doesn't exist)$"
+)
 _INSUFFICIENT = re.compile(r"insufficient (unused )?quota for (\S+) in flavor (\S+?),")
 
 
@@ -332,11 +391,57 @@ class AgreementObserver:
                         ],
                     }
                 )
+            self._grant_namespaces(case)
             for _, namespace, _ in case_namespaces(case):
                 self._wait_readable(namespace)
         except (KubeError, TimeoutError) as err:
             record.errors.append(f"RoleBinding: {err}")
         self._timed(case, start)
+
+    def _grant_namespaces(self, case: Case) -> None:
+        """`get` on the case's Namespaces for the user (a ClusterRole with resourceNames): whatIf
+        reads a Namespace's labels as the caller to check a ClusterQueue's namespaceSelector,
+        as kubectl would; a tenant without it gets no verdict there (NAMESPACE_NOT_READABLE)."""
+        name = namespace_reader(case)
+        namespaces = sorted(ns for _, ns, _ in case_namespaces(case))
+        self.kube.create(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": name},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "resources": ["namespaces"],
+                        "resourceNames": namespaces,
+                        "verbs": ["get"],
+                    }
+                ],
+            }
+        )
+        self.kube.create(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": name,
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER}
+                ],
+            }
+        )
+
+    def finished(self, case: Case) -> None:
+        name = namespace_reader(case)
+        try:
+            self.kube.delete("ClusterRoleBinding", name)
+            self.kube.delete("ClusterRole", name)
+        except KubeError as err:
+            self._record(case).errors.append(f"ClusterRole {name}: {err}")
 
     def _wait_readable(self, namespace: str, seconds: float = 30.0) -> None:
         """Until the user may list LocalQueues in `namespace` (RBAC takes effect asynchronously)."""
@@ -344,6 +449,7 @@ class AgreementObserver:
         while True:
             try:
                 self.user_kube.list("LocalQueue", namespace)
+                self.user_kube.get("Namespace", namespace)
                 return
             except KubeError:
                 if time.monotonic() > end:
@@ -378,37 +484,74 @@ class AgreementObserver:
 
     def before_act(self, case: Case, index: int, step: Step) -> None:
         start = time.monotonic()
-        record = self._record(case)
         if any(m["kind"] == "Workload" for m in step.create):
             self._settle(case)
+        later = asked_in_creation_order(case, step)
         for manifest in step.create:
-            if manifest["kind"] != "Workload":
-                continue
-            wl = case.materialize(manifest)
-            if (
-                self.kube.get("LocalQueue", wl["spec"]["queueName"], wl["metadata"]["namespace"])
-                is None
-            ):
-                # Its LocalQueue comes in the same step (or never): nothing to ask before.
-                record.not_asked.append(
-                    f"whatIf {wl['metadata']['name']} step {index}: no LocalQueue yet"
-                )
-                continue
-            variables = {
-                "namespace": wl["metadata"]["namespace"],
-                "localQueue": wl["spec"]["queueName"],
-                "podSets": pod_set_inputs(case, wl),
-            }
-            raw_priority = wl["spec"].get("priority")
-            if isinstance(raw_priority, int) and not wl["spec"].get("priorityClassRef"):
-                variables["priority"] = raw_priority  # the Go tests set spec.priority directly
-            try:
-                answer = self._query(WHAT_IF_QUERY, variables, "whatIf")["whatIf"]
-            except (KubeError, httpx.HTTPError, ValueError) as err:
-                record.errors.append(f"whatIf {wl['metadata']['name']} step {index}: {err}")
-                answer = None
-            self._predictions[(case.id, index, wl["metadata"]["name"])] = answer
+            if manifest["kind"] == "Workload" and manifest["metadata"]["name"] not in later:
+                self._ask_what_if(case, index, manifest)
         self._timed(case, start)
+
+    def before_create(self, case: Case, index: int, manifest: Manifest) -> None:
+        """A Workload of the step that Kueue considers after earlier ones of the same step in
+        its ClusterQueue (`asked_in_creation_order`): asked once they exist and Kueue decided
+        them, so whatIf sees what Kueue sees when it gets to this one."""
+        if manifest["kind"] != "Workload":
+            return
+        step = case.steps[index - 1]
+        if manifest["metadata"]["name"] not in asked_in_creation_order(case, step):
+            return
+        start = time.monotonic()
+        earlier = []
+        for m in step.create:
+            if m is manifest:
+                break
+            if m["kind"] == "Workload":
+                wl = case.materialize(m)
+                earlier.append((wl["metadata"]["namespace"], wl["metadata"]["name"]))
+        self._wait_decided(earlier)
+        self._settle(case)
+        self._ask_what_if(case, index, manifest)
+        self._timed(case, start)
+
+    def _wait_decided(self, workloads: list[tuple[str, str]], seconds: float = 30.0) -> None:
+        """Until Kueue wrote QuotaReserved (either way) on each (bounded: a Workload behind a
+        StrictFIFO head may get no condition; then whatIf is asked anyway)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if all(
+                condition(self.kube.get("Workload", name, ns), "QuotaReserved") is not None
+                for ns, name in workloads
+            ):
+                return
+            time.sleep(0.25)
+
+    def _ask_what_if(self, case: Case, index: int, manifest: Manifest) -> None:
+        record = self._record(case)
+        wl = case.materialize(manifest)
+        if (
+            self.kube.get("LocalQueue", wl["spec"]["queueName"], wl["metadata"]["namespace"])
+            is None
+        ):
+            # Its LocalQueue comes in the same step (or never): nothing to ask before.
+            record.not_asked.append(
+                f"whatIf {wl['metadata']['name']} step {index}: no LocalQueue yet"
+            )
+            return
+        variables = {
+            "namespace": wl["metadata"]["namespace"],
+            "localQueue": wl["spec"]["queueName"],
+            "podSets": pod_set_inputs(case, wl),
+        }
+        raw_priority = wl["spec"].get("priority")
+        if isinstance(raw_priority, int) and not wl["spec"].get("priorityClassRef"):
+            variables["priority"] = raw_priority  # the Go tests set spec.priority directly
+        try:
+            answer = self._query(WHAT_IF_QUERY, variables, "whatIf")["whatIf"]
+        except (KubeError, httpx.HTTPError, ValueError) as err:
+            record.errors.append(f"whatIf {wl['metadata']['name']} step {index}: {err}")
+            answer = None
+        self._predictions[(case.id, index, wl["metadata"]["name"])] = answer
 
     def after_expect(self, case: Case, index: int, step: Step) -> None:
         start = time.monotonic()
@@ -418,6 +561,10 @@ class AgreementObserver:
                 wl for _, ns, _ in case_namespaces(case) for wl in self.kube.list("Workload", ns)
             ]
             if step.expect is not None:
+                if step.create:
+                    # Kueue writes a ClusterQueue's usage after the Workloads' conditions: the
+                    # borrowing compared below is read once it counts them.
+                    self._settle(case)
                 self._compare_what_if(case, index, step, workloads, record)
             for wl in workloads:
                 record.checks.append(self._compare_diagnose(case, index, wl))
@@ -456,8 +603,13 @@ class AgreementObserver:
             if admitted
             else f"not admitted ({reserved.get('message') or 'no condition'})"
         )
-        if predicted != admitted:
+        if predicted != admitted or answer["verdict"] == "UNKNOWN":
+            # UNKNOWN claims nothing: it is no agreement with a Workload Kueue did not admit.
             out.append(f"verdict {answer['verdict']} ({answer['summary']}); Kueue: {kueue_said}")
+        message = str(reserved.get("message") or "") if reserved.get("status") == "False" else ""
+        if not predicted and _QUEUE_GATE.search(message) and answer["kueueMessage"] != message:
+            # A queue that holds every Workload: whatIf says the same reason as Kueue.
+            out.append(f"kueueMessage {answer['kueueMessage']!r}; Kueue: {message!r}")
         preempted = preempted_for(workloads, live["metadata"]["uid"])
         if answer["preempts"] != len(preempted):
             out.append(f"preempts {answer['preempts']}; Kueue preempted {preempted or 'none'}")
@@ -622,14 +774,14 @@ def classify(case: Case, step: Step | None, wl: Manifest, differs: list[str]) ->
     text = " ".join(differs)
     cqs = _specs(case, "ClusterQueue")
     together = step is not None and sum(m["kind"] == "Workload" for m in step.create) > 1
+    if "doesn't match ClusterQueue selector" in text:
+        return "other: whatIf ignores the ClusterQueue's namespaceSelector"
     if together and text.startswith("verdict FITS_NOW"):
         return "other: Workloads submitted together (whatIf sees none of the others)"
     if text.startswith("quota FORBIDDEN"):
         return "other: diagnose shows a tenant no quota despite --quota-disclosure quota"
     if re.match(r"stage (PREEMPTED|EVICTED); Kueue's conditions say \['ADMITTED", text):
         return STALE
-    if "doesn't match ClusterQueue selector" in text:
-        return "other: whatIf ignores the ClusterQueue's namespaceSelector"
     if text.startswith("verdict") and "is inactive" in text:
         return "other: whatIf does not see the ClusterQueue inactive (deleted, finalizer holds)"
     if text.startswith("blocking {'kind': 'ResourceFlavor'"):

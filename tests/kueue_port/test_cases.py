@@ -101,3 +101,27 @@ def test_unmet_reports_what_differs() -> None:
     assert len(missing) == 1
     assert "wanted flavors" in missing[0]
     assert unmet(case, expect, Observed({}, {}, {})) == ["on-demand-wl1: Workload absent"]
+
+
+def _case(case_id: str) -> Case:
+    return next(c for c in CASES if c.id == case_id)
+
+
+def test_whatif_is_asked_in_kueue_order_within_a_step() -> None:
+    """Kueue takes a step's Workloads of one ClusterQueue one after the other (priority, then
+    creation): whatIf for the later ones is asked once the earlier ones exist and were decided
+    (agreement.py), as Kueue sees them; before, whatIf for wl-2 of s-lending-limit-update was
+    asked before wl-1 existed and said FITS_NOW."""
+    from tests.kueue_port.agreement import asked_in_creation_order
+
+    update = _case("s-lending-limit-update")
+    assert asked_in_creation_order(update, update.steps[0]) == {"wl-2"}
+    # Different ClusterQueues: created together, each asked before the step.
+    same_cycle = _case("s-borrow-same-cycle")
+    assert asked_in_creation_order(same_cycle, same_cycle.steps[0]) == set()
+    # A later Workload of higher priority is taken first by Kueue: no order to follow.
+    lower = _case("p-lower-priority")
+    assert asked_in_creation_order(lower, lower.steps[0]) == set()
+    # Across namespaces: the LocalQueue of each namespace leads to the same ClusterQueue.
+    selector = _case("s-namespace-selector")
+    assert asked_in_creation_order(selector, selector.steps[0]) == {"wl2"}
