@@ -467,7 +467,7 @@ class AgreementObserver:
             holding: dict[str, int] = {}
             for _, ns, _ in case_namespaces(case):
                 for wl in self.kube.list("Workload", ns):
-                    if is_true(wl, "QuotaReserved"):
+                    if is_true(wl, "QuotaReserved") and not is_true(wl, "Finished"):
                         cq = ((wl.get("status") or {}).get("admission") or {}).get(
                             "clusterQueue", ""
                         )
@@ -557,14 +557,14 @@ class AgreementObserver:
         start = time.monotonic()
         record = self._record(case)
         try:
+            # Kueue writes a ClusterQueue's usage (status) after the Workloads' conditions,
+            # seconds later under load: Kueue's borrowing compared below, and diagnose's quota
+            # lines (read from that status), are read once it counts them (README: "settled").
+            self._settle(case)
             workloads = [
                 wl for _, ns, _ in case_namespaces(case) for wl in self.kube.list("Workload", ns)
             ]
             if step.expect is not None:
-                if step.create:
-                    # Kueue writes a ClusterQueue's usage after the Workloads' conditions: the
-                    # borrowing compared below is read once it counts them.
-                    self._settle(case)
                 self._compare_what_if(case, index, step, workloads, record)
             for wl in workloads:
                 record.checks.append(self._compare_diagnose(case, index, wl))
