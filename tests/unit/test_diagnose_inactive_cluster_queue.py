@@ -115,12 +115,15 @@ def test_a_missing_flavor_blocks_through_the_inactive_cluster_queue() -> None:
         {
             "status": "False",
             "reason": "FlavorNotFound",
-            "message": "Can't admit new workloads: references missing ResourceFlavor(s): foo-flavor.",
+            "message": (
+                "Can't admit new workloads: references missing ResourceFlavor(s): foo-flavor."
+            ),
         }
     )
     d = _diagnose(cq)
     assert d.blocking_object == CQ_REF
     flavor = next(r for r in d.reasons if r.code == "FlavorNotFound")
-    assert flavor.object is not None and flavor.object.name == "foo-flavor"
+    assert flavor.object is not None
+    assert flavor.object.name == "foo-flavor"
     assert "foo-flavor" in d.summary
     assert any("create ResourceFlavor foo-flavor" in s for s in d.next_steps)
