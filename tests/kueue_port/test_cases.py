@@ -125,3 +125,22 @@ def test_whatif_is_asked_in_kueue_order_within_a_step() -> None:
     # Across namespaces: the LocalQueue of each namespace leads to the same ClusterQueue.
     selector = _case("s-namespace-selector")
     assert asked_in_creation_order(selector, selector.steps[0]) == {"wl2"}
+
+
+def test_kueues_more_needed_is_compared_with_the_quota_line() -> None:
+    """Issue 21 item 3: one source of arithmetic. Kueue's "N more needed" against diagnose's
+    quota line (requested - availableNow), in Kueue's units."""
+    from tests.kueue_port.agreement import more_needed_differs
+
+    message = (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+        "on-demand, 1500m more needed"
+    )
+    line = {"requested": {"amount": "2"}, "availableNow": {"amount": "0.5"}}
+    assert more_needed_differs({("on-demand", "cpu"): line}, message) == []
+    line["availableNow"] = {"amount": "1"}
+    [differs] = more_needed_differs({("on-demand", "cpu"): line}, message)
+    assert "requested - availableNow = 1" in differs
+    assert "1500m more needed" in differs
+    # No line for that flavor: nothing to compare (reported elsewhere as a missing line).
+    assert more_needed_differs({}, message) == []
