@@ -16,7 +16,12 @@ __all__ = ["blocking_for", "code_group"]
 _QUEUE_CODES = (Code.LOCAL_QUEUE_NOT_FOUND, Code.LOCAL_QUEUE_STOPPED, Code.LOCAL_QUEUE_INACTIVE)
 
 
-_CQ_CODES = (Code.CLUSTER_QUEUE_NOT_FOUND, Code.CLUSTER_QUEUE_STOPPED, Code.CLUSTER_QUEUE_INACTIVE)
+_CQ_CODES = (
+    Code.CLUSTER_QUEUE_NOT_FOUND,
+    Code.CLUSTER_QUEUE_STOPPED,
+    Code.CLUSTER_QUEUE_INACTIVE,
+    Code.CLUSTER_QUEUE_TERMINATING,
+)
 
 
 # Causes whose blocking object is a ResourceFlavor: it repels the Pods or does not exist.
@@ -47,9 +52,11 @@ def blocking_for(
         if r.code == Code.CLUSTER_QUEUE_STOPPED:
             return ctx.cq_ref() or r.object
     for r in reasons:
-        # What the ClusterQueue lacks (a flavor, an admission check, ...) is what to fix.
+        # What the ClusterQueue lacks (a flavor, an admission check, ...) makes it inactive, and
+        # the inactive ClusterQueue is what Kueue reports ("ClusterQueue X is inactive"): it is
+        # the blocking object; the reason and the next step name what it lacks.
         if code_group(r) is CodeGroup.QUEUE_CONFIGURATION and r.source is ReasonSource.OBJECT:
-            return r.object or ctx.cq_ref()
+            return ctx.cq_ref() or r.object
     for r in reasons:
         if r.code in _CQ_CODES or r.code == Code.NAMESPACE_NOT_SELECTED:
             return ctx.cq_ref() or r.object

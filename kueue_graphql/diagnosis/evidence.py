@@ -27,7 +27,9 @@ from kueue_graphql.kueue.objects import (
     event_message,
     event_time,
     items,
+    metadata,
     name,
+    status,
     text,
 )
 from kueue_graphql.kueue.podsets import workload_requests
@@ -224,7 +226,35 @@ def queue_object_reasons(ctx: Context) -> list[Reason]:
         active = condition(ctx.cluster_queue, "Active")
         if active is not None and active.get("status") == "False":
             out.extend(_cluster_queue_inactive_causes(ctx, active))
+        elif _being_deleted(ctx.cluster_queue):
+            out.append(_cluster_queue_deleting(ctx))
     return out
+
+
+def _being_deleted(obj: KubeObject) -> bool:
+    return bool(metadata(obj).get("deletionTimestamp"))
+
+
+def _cluster_queue_deleting(ctx: Context) -> Reason:
+    """Kueue v0.17 treats a ClusterQueue with a deletionTimestamp as terminating (inactive), but
+    leaves its Active condition as it was while its finalizer holds it (the controller returns
+    before writing the status): the deletion is read from the object itself."""
+    cq = ctx.cluster_queue or {}
+    since = metadata(cq).get("deletionTimestamp")
+    holders = status(cq).get("reservingWorkloads")
+    held = (
+        f" while {holders} Workload(s) hold quota in it"
+        if isinstance(holders, int) and holders > 0
+        else " until the Workloads holding quota in it are gone"
+    )
+    return Reason(
+        Code.CLUSTER_QUEUE_TERMINATING,
+        f"ClusterQueue {ctx.cq_name} is being deleted (deletionTimestamp {since}): its finalizer "
+        f"keeps it{held}, and Kueue admits nothing new from it",
+        ReasonSource.OBJECT,
+        kueue_reason=ClusterQueueActiveReason.TERMINATING.value,
+        object=ctx.cq_ref(),
+    )
 
 
 # "Can't admit new workloads: references missing ResourceFlavor(s): a,b, references inactive
@@ -310,6 +340,8 @@ def _queue_cannot_admit(ctx: Context) -> bool:
         stop = text(obj, "spec", "stopPolicy")
         active = condition(obj, "Active")
         if (stop and stop != "None") or (active is not None and active.get("status") == "False"):
+            return True
+        if obj is ctx.cluster_queue and _being_deleted(obj):
             return True
     return False
 

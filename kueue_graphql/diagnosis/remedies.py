@@ -39,6 +39,7 @@ _NOT_QUOTA_CODES = frozenset(
         Code.CLUSTER_QUEUE_NOT_FOUND,
         Code.CLUSTER_QUEUE_STOPPED,
         Code.CLUSTER_QUEUE_INACTIVE,
+        Code.CLUSTER_QUEUE_TERMINATING,
         Code.NAMESPACE_NOT_SELECTED,
         Code.UNTOLERATED_FLAVOR_TAINT,
         Code.FLAVOR_NODE_AFFINITY_MISMATCH,
@@ -310,6 +311,10 @@ _SAID: dict[Code, str] = {
     Code.NAMESPACE_NOT_SELECTED: (
         "ClusterQueue {cq}'s namespaceSelector excludes this namespace: use another queue."
     ),
+    Code.CLUSTER_QUEUE_TERMINATING: (
+        "ClusterQueue {cq} is being deleted and admits nothing new: resubmit to another "
+        "LocalQueue (ask an admin which queue replaces it)."
+    ),
     Code.FLAVOR_NODE_AFFINITY_MISMATCH: (
         "The Pod template's nodeSelector/affinity excludes flavor {flavor}'s node "
         "labels: relax them or use a queue whose flavors match."
@@ -350,6 +355,7 @@ _REMEDIES: dict[Code, Callable[[_Case], Iterator[str]]] = {
     Code.COHORT_CYCLE_DETECTED: _configuration_step,
     Code.CLUSTER_QUEUE_INACTIVE: _cluster_queue_inactive,
     Code.NAMESPACE_NOT_SELECTED: _said,
+    Code.CLUSTER_QUEUE_TERMINATING: _said,
     Code.UNTOLERATED_FLAVOR_TAINT: _untolerated_flavor_taint,
     Code.FLAVOR_NODE_AFFINITY_MISMATCH: _said,
     Code.RESOURCE_NOT_COVERED: _said,

@@ -163,7 +163,9 @@ class WhatIf:
     @field(
         description="NOMINAL_QUOTA, BORROWING_LIMIT, COHORT, NOT_IN_CLUSTER_QUEUE, FLAVOR_TAINT, "
         "FLAVOR_NODE_AFFINITY, FLAVOR_NOT_FOUND, LOCAL_QUEUE_STOPPED, CLUSTER_QUEUE_STOPPED, "
-        "CLUSTER_QUEUE_NOT_FOUND, CLUSTER_QUEUE_INACTIVE, NAMESPACE_NOT_SELECTED, NOT_DISCLOSED."
+        "CLUSTER_QUEUE_NOT_FOUND, CLUSTER_QUEUE_INACTIVE, CLUSTER_QUEUE_DELETING, "
+        "NAMESPACE_NOT_SELECTED, NAMESPACE_NOT_READABLE (verdict UNKNOWN: the ClusterQueue has "
+        "a namespaceSelector and the caller may not get the Namespace), NOT_DISCLOSED."
     )
     def limited_by(self) -> str | None:
         return self.result.limited_by

@@ -12,7 +12,7 @@ from dataclasses import replace
 from kueue_graphql.kueue.exact import format_quantity
 from kueue_graphql.kueue.limits_prose import limit_clause, limit_levers
 from kueue_graphql.kueue.model import Absent, Forbidden, KubeObject, QuotaLine, Verdict, known
-from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.objects import dig, items, name, text
 from kueue_graphql.kueue.quota import FlavorResource
 from kueue_graphql.whatif.flavorassigner import UNFIT_FLAVOR_LIMITED_BY, go_taint
 from kueue_graphql.whatif.model import (
@@ -32,6 +32,9 @@ def detail(
     parts = []
     if groups_unknown or not inp.show_numbers:
         parts.append(inp.hidden_because)
+    unread = _namespace_unread(inp)
+    if unread:
+        parts.append(unread)
     if not groups_unknown and any(line.verdict is Verdict.UNKNOWN for line in lines.values()):
         parts.append("cohort members could not be read; what the cohort can lend is unknown")
     if isinstance(inp.resource_flavors, Forbidden | Absent) and not groups_unknown:
@@ -44,6 +47,27 @@ def detail(
     return "; ".join(p for p in parts if p)
 
 
+def _namespace_unread(inp: WhatIfInput) -> str:
+    """Why the ClusterQueue's namespaceSelector could not be checked ("" when it was, or needs
+    no Namespace read)."""
+    cq = known(inp.cluster_queue)
+    selector = dig(cq, "spec", "namespaceSelector")
+    labels = inp.namespace_labels
+    if cq is None or not isinstance(selector, Mapping) or not selector:
+        return ""
+    if known(labels) is not None:
+        return ""
+    why = (
+        f"you may not get Namespace {inp.namespace}"
+        if isinstance(labels, Forbidden)
+        else f"Namespace {inp.namespace} could not be read"
+    )
+    return (
+        f"ClusterQueue {name(cq)} admits only the namespaces its namespaceSelector selects, and "
+        f"{why} to compare its labels: whether Kueue would take the Workload at all is not known"
+    )
+
+
 def _within_cq_preemption(inp: WhatIfInput) -> bool:
     cq = known(inp.cluster_queue)
     return text(cq, "spec", "preemption", "withinClusterQueue") in (
@@ -53,7 +77,11 @@ def _within_cq_preemption(inp: WhatIfInput) -> bool:
 
 
 def explained(result: WhatIfResult, inp: WhatIfInput) -> WhatIfResult:
-    return replace(result, summary=_summary(result), next_steps=tuple(_unique(_steps(result, inp))))
+    return replace(
+        result,
+        summary=_summary(result, inp.namespace),
+        next_steps=tuple(_unique(_steps(result, inp))),
+    )
 
 
 def _unique(steps: Iterator[str]) -> Iterator[str]:
@@ -91,16 +119,21 @@ _QUEUE_SUMMARY = {
     "it is resumed",
     "CLUSTER_QUEUE_NOT_FOUND": "LocalQueue {lq} points to ClusterQueue {cq}, which does not exist",
     "CLUSTER_QUEUE_INACTIVE": "ClusterQueue {cq} is inactive (misconfigured), it admits nothing",
+    "CLUSTER_QUEUE_DELETING": "ClusterQueue {cq} is being deleted (kept only until the Workloads "
+    "holding quota in it finish): Kueue treats it as inactive and admits nothing new",
     "NAMESPACE_NOT_SELECTED": "ClusterQueue {cq}'s namespaceSelector excludes namespace {ns}",
 }
 
 
-def _summary(result: WhatIfResult) -> str:
+def _summary(result: WhatIfResult, namespace: str) -> str:
     verdict = result.verdict.value.lower().replace("_", " ")
     lq, cq = result.local_queue, result.cluster_queue
     if result.limited_by in _QUEUE_SUMMARY:
-        return f"{verdict}: " + _QUEUE_SUMMARY[result.limited_by].format(lq=lq, cq=cq, ns="")
-    if result.verdict is Verdict.UNKNOWN and result.limited_by == "NOT_DISCLOSED":
+        return f"{verdict}: " + _QUEUE_SUMMARY[result.limited_by].format(lq=lq, cq=cq, ns=namespace)
+    if result.verdict is Verdict.UNKNOWN and result.limited_by in (
+        "NOT_DISCLOSED",
+        "NAMESPACE_NOT_READABLE",
+    ):
         return f"unknown: {result.detail}"
     if result.verdict is Verdict.FITS_NOW:
         parts = []
@@ -192,6 +225,17 @@ def _steps(result: WhatIfResult, inp: WhatIfInput) -> Iterator[str]:
         yield f"Ask an admin to resume ClusterQueue {cq}, or submit to another LocalQueue."
     elif limited in ("CLUSTER_QUEUE_NOT_FOUND", "CLUSTER_QUEUE_INACTIVE"):
         yield f"Submit to another LocalQueue: an admin must create or fix ClusterQueue {cq} first."
+    elif limited == "CLUSTER_QUEUE_DELETING":
+        yield (
+            f"Submit to another LocalQueue: ClusterQueue {cq} is being deleted and admits nothing "
+            "new (ask an admin which queue replaces it)."
+        )
+    elif limited == "NAMESPACE_NOT_READABLE":
+        yield (
+            f"Ask an admin whether ClusterQueue {cq}'s namespaceSelector selects namespace "
+            f"{inp.namespace}, or for `get` on namespaces/{inp.namespace} so whatIf can check it "
+            f"(kubectl auth can-i get namespaces/{inp.namespace})."
+        )
     elif limited == "NAMESPACE_NOT_SELECTED":
         yield f"Submit to another LocalQueue: ClusterQueue {cq} does not take this namespace."
     elif limited == "NOT_DISCLOSED":

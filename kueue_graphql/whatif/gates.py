@@ -3,25 +3,29 @@
 Kueue v0.17.0 applies them before any flavor assignment: a stopped LocalQueue or a missing
 ClusterQueue in pkg/controller/core/workload_controller.go (`reconcile`), a stopped or inactive
 ClusterQueue and a namespaceSelector that excludes the namespace in pkg/scheduler/scheduler.go
-(`nominate`). The messages are Kueue's own.
+(`nominate`). A ClusterQueue being deleted (deletionTimestamp set, kept by its finalizer while
+Workloads hold quota in it) is "terminating" in Kueue's cache, so inactive, although its Active
+condition is not rewritten (pkg/controller/core/clusterqueue_controller.go returns before it).
+The messages are Kueue's own. Where the Namespace's labels could not be read, no verdict is
+claimed (UNKNOWN, NAMESPACE_NOT_READABLE): the selector may exclude it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from kueue_graphql.kueue.label_selector import label_selector_matches
 from kueue_graphql.kueue.model import Absent, Forbidden, Verdict, known
-from kueue_graphql.kueue.objects import condition, dig, items, mapping, name, text
-from kueue_graphql.kueue.scheduling import expression_matches
+from kueue_graphql.kueue.objects import condition, dig, metadata, name, text
 from kueue_graphql.whatif.model import WhatIfInput
 
 __all__ = ["queue_gate"]
 
 
-def queue_gate(inp: WhatIfInput) -> tuple[Verdict, str, str] | None:
+def queue_gate(inp: WhatIfInput) -> tuple[Verdict, str, str | None] | None:
     """(verdict, limitedBy, Kueue's message) when a queue holds every Workload, whatever its
-    size. Kueue's own messages (workload controller / queue manager, v0.17)."""
+    size. Kueue's own messages (workload controller / queue manager, v0.17); None where the
+    message is not known (the verdict is not claimed)."""
     lq = inp.local_queue
     lq_name = name(lq)
     if text(lq, "spec", "stopPolicy") in ("Hold", "HoldAndDrain"):
@@ -42,6 +46,12 @@ def queue_gate(inp: WhatIfInput) -> tuple[Verdict, str, str] | None:
             "CLUSTER_QUEUE_STOPPED",
             f"ClusterQueue {cq_name} is inactive",
         )
+    if metadata(cq).get("deletionTimestamp"):
+        return (
+            Verdict.QUEUE_INACTIVE,
+            "CLUSTER_QUEUE_DELETING",
+            f"ClusterQueue {cq_name} is inactive",
+        )
     active = condition(cq, "Active")
     if active is not None and active.get("status") == "False":
         return (
@@ -49,20 +59,18 @@ def queue_gate(inp: WhatIfInput) -> tuple[Verdict, str, str] | None:
             "CLUSTER_QUEUE_INACTIVE",
             f"ClusterQueue {cq_name} is inactive",
         )
-    labels = known(inp.namespace_labels)
     selector = dig(cq, "spec", "namespaceSelector")
-    if isinstance(selector, Mapping) and labels is not None and not _selects(selector, labels):
+    if isinstance(selector, Mapping) and not selector:
+        return None  # `{}`: every namespace
+    labels = known(inp.namespace_labels)
+    if labels is None and isinstance(selector, Mapping):
+        return Verdict.UNKNOWN, "NAMESPACE_NOT_READABLE", None
+    if not label_selector_matches(
+        selector if isinstance(selector, Mapping) else None, labels or {}
+    ):
         return (
             Verdict.NEVER_FITS,
             "NAMESPACE_NOT_SELECTED",
             "Workload namespace doesn't match ClusterQueue selector",
         )
     return None
-
-
-def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """A metav1.LabelSelector against a namespace's labels (empty selector: everything)."""
-    for key, value in mapping(selector, "matchLabels").items():
-        if labels.get(str(key)) != value:
-            return False
-    return all(expression_matches(e, labels) for e in items(selector, "matchExpressions"))

@@ -40,9 +40,11 @@ async def test_missing_flavor_is_named(server: Server, cluster: Cluster, user: s
         r = reason(d, "FlavorNotFound")
         assert r["object"] == {"kind": "ResourceFlavor", "name": "flavor-does-not-exist"}
         assert r["kueueReason"] == "FlavorNotFound"
+        # Kueue reports the ClusterQueue inactive: that is the blocking object; the reason and
+        # the next step name the flavor it lacks.
         assert d["blockingRef"] == {
-            "kind": "ResourceFlavor",
-            "name": "flavor-does-not-exist",
+            "kind": "ClusterQueue",
+            "name": "cq-missing-flavor",
             "namespace": None,
         }
         assert "flavor-does-not-exist" in d["summary"]
@@ -68,7 +70,7 @@ async def test_inactive_admission_check_is_named(
     if user == "viewer":
         r = reason(d, "AdmissionCheckInactive")
         assert r["object"] == {"kind": "AdmissionCheck", "name": "never-active-check"}
-        assert d["blockingObject"] == {"__typename": "AdmissionCheck", "name": "never-active-check"}
+        assert d["blockingObject"] == {"__typename": "ClusterQueue", "name": "cq-inactive-check"}
         assert "never-active-check" in d["summary"]
         assert "kueue-graphql.example/nobody-runs-this" in steps  # the controller to run
         assert d["quota"]["verdict"] == "QUEUE_INACTIVE"

@@ -31,6 +31,8 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "LocalQueue": (KUEUE, "localqueues", True),
     "Workload": (KUEUE, "workloads", True),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
 }
 
 

@@ -6,6 +6,7 @@ bounded, condition-based waits and always deletes what the case made, waiting un
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from tests.kueue_port.cases import Case, Expectation, Step, WorkloadExpectation
+from tests.kueue_port.cases import Case, Expectation, Manifest, Step, WorkloadExpectation
 from tests.kueue_port.kube import Kube, KubeError
 
 POLL_SECONDS = 0.25
@@ -45,8 +46,15 @@ class StepObserver(Protocol):
     def before_act(self, case: Case, index: int, step: Step) -> None:
         """Just before step `index` (1-based) acts."""
 
+    def before_create(self, case: Case, index: int, manifest: Manifest) -> None:
+        """Just before step `index` creates this object (data manifest), after the objects the
+        step creates before it."""
+
     def after_expect(self, case: Case, index: int, step: Step) -> None:
         """Step `index` acted and its expectation (if any) holds."""
+
+    def finished(self, case: Case) -> None:
+        """The steps are over (the case's objects are deleted next)."""
 
 
 # -- observing --------------------------------------------------------------------------------
@@ -358,8 +366,12 @@ def _parse_time(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-def act(kube: Kube, case: Case, step: Step) -> None:
+def act(
+    kube: Kube, case: Case, step: Step, before_create: Callable[[Manifest], None] | None = None
+) -> None:
     for manifest in step.create:
+        if before_create is not None:
+            before_create(manifest)
         obj = case.materialize(manifest)
         if obj["kind"] == "Namespace" and kube.get("Namespace", obj["metadata"]["name"]):
             # Declared namespaces are created with the case; a later step may only relabel them.
@@ -562,7 +574,14 @@ def run_case(
             label = f"step {index} ({step.name})" if step.name else f"step {index}"
             if observer is not None:
                 observer.before_act(case, index, step)
-            act(kube, case, step)
+            act(
+                kube,
+                case,
+                step,
+                None
+                if observer is None
+                else functools.partial(observer.before_create, case, index),
+            )
             if step.expect is not None:
                 missing = expect_state(kube, case, step.expect, deadline)
                 if missing:
@@ -574,6 +593,8 @@ def run_case(
     except (KubeError, TimeoutError) as err:
         result.failures.append(f"{type(err).__name__}: {err}")
     finally:
+        if observer is not None:
+            observer.finished(case)
         problems = cleanup(kube, case, wait_for_namespaces)
         result.failures.extend(f"cleanup: {p}" for p in problems)
         result.seconds = time.monotonic() - start

@@ -101,3 +101,46 @@ def test_unmet_reports_what_differs() -> None:
     assert len(missing) == 1
     assert "wanted flavors" in missing[0]
     assert unmet(case, expect, Observed({}, {}, {})) == ["on-demand-wl1: Workload absent"]
+
+
+def _case(case_id: str) -> Case:
+    return next(c for c in CASES if c.id == case_id)
+
+
+def test_whatif_is_asked_in_kueue_order_within_a_step() -> None:
+    """Kueue takes a step's Workloads of one ClusterQueue one after the other (priority, then
+    creation): whatIf for the later ones is asked once the earlier ones exist and were decided
+    (agreement.py), as Kueue sees them; before, whatIf for wl-2 of s-lending-limit-update was
+    asked before wl-1 existed and said FITS_NOW."""
+    from tests.kueue_port.agreement import asked_in_creation_order
+
+    update = _case("s-lending-limit-update")
+    assert asked_in_creation_order(update, update.steps[0]) == {"wl-2"}
+    # Different ClusterQueues: created together, each asked before the step.
+    same_cycle = _case("s-borrow-same-cycle")
+    assert asked_in_creation_order(same_cycle, same_cycle.steps[0]) == set()
+    # A later Workload of higher priority is taken first by Kueue: no order to follow.
+    lower = _case("p-lower-priority")
+    assert asked_in_creation_order(lower, lower.steps[0]) == set()
+    # Across namespaces: the LocalQueue of each namespace leads to the same ClusterQueue.
+    selector = _case("s-namespace-selector")
+    assert asked_in_creation_order(selector, selector.steps[0]) == {"wl2"}
+
+
+def test_kueues_more_needed_is_compared_with_the_quota_line() -> None:
+    """Issue 21 item 3: one source of arithmetic. Kueue's "N more needed" against diagnose's
+    quota line (requested - availableNow), in Kueue's units."""
+    from tests.kueue_port.agreement import more_needed_differs
+
+    message = (
+        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
+        "on-demand, 1500m more needed"
+    )
+    line = {"requested": {"amount": "2"}, "availableNow": {"amount": "0.5"}}
+    assert more_needed_differs({("on-demand", "cpu"): line}, message) == []
+    line["availableNow"] = {"amount": "1"}
+    [differs] = more_needed_differs({("on-demand", "cpu"): line}, message)
+    assert "requested - availableNow = 1" in differs
+    assert "1500m more needed" in differs
+    # No line for that flavor: nothing to compare (reported elsewhere as a missing line).
+    assert more_needed_differs({}, message) == []
