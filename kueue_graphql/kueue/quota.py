@@ -343,6 +343,19 @@ class CohortTree:
         node = self._nodes[key]
         return node.usage.get(fr, ZERO) + value > node.subtree.get(fr, ZERO)
 
+    def children(self, key: str) -> list[str]:
+        """The node's child Cohorts and ClusterQueues (node keys)."""
+        return list(self._nodes[key].children)
+
+    def usage(self, key: str, fr: FlavorResource) -> Decimal:
+        """The node's usage (a Cohort's: what its children use beyond what they keep)."""
+        return self._nodes[key].usage.get(fr, ZERO)
+
+    def queue_name(self, key: str) -> str | None:
+        """The ClusterQueue's name when the node is one, else None (a Cohort)."""
+        node = self._nodes[key]
+        return None if node.is_cohort else node.name
+
     def local_available(self, key: str, fr: FlavorResource) -> Decimal:
         """LocalAvailable: quota kept from the parent (lendingLimit) and not used."""
         return self._local_available(self._nodes[key], fr)
