@@ -147,6 +147,23 @@ class WhatIfPodSet:
 
 
 @strawberry.type(
+    description="An admitted Workload Kueue would preempt to admit the Workload-to-be."
+)
+class WhatIfPreemptionTarget:
+    name: str
+    namespace: str
+    cluster_queue_name: str = strawberry.field(
+        description="The ClusterQueue it holds quota in (the Workload's own, or another of "
+        "the cohort whose quota is reclaimed)."
+    )
+    reason: str = strawberry.field(
+        description="Kueue's Preempted reason: InClusterQueue, InCohortReclamation or "
+        "InCohortReclaimWhileBorrowing."
+    )
+    priority: int
+
+
+@strawberry.type(
     description="Kueue's decision for a Workload that does not exist yet: NEVER_FITS, FITS_NOW, "
     "MUST_WAIT (or UNKNOWN when the ClusterQueue may not be read and the disclosure policy is "
     "off), the limiting factor, and what to change."
@@ -187,6 +204,23 @@ class WhatIf:
     )
     def preempts(self) -> int:
         return self.result.preempts
+
+    @field(
+        description="The Workloads counted in `preempts`, in the order Kueue's preemption "
+        "picks them. Only admitted Workloads you may read are simulated, so each is one you "
+        "may read."
+    )
+    def preemption_targets(self) -> list[WhatIfPreemptionTarget]:
+        return [
+            WhatIfPreemptionTarget(
+                name=t.workload.name,
+                namespace=t.workload.namespace,
+                cluster_queue_name=t.cluster_queue,
+                reason=t.reason,
+                priority=t.workload.priority,
+            )
+            for t in self.result.preemption_targets
+        ]
 
     @strawberry.field
     def local_queue(self) -> LocalQueue:
