@@ -43,7 +43,13 @@ from kueue_graphql.whatif import (
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
-__all__ = ["PriorityClassRef", "WhatIfLoad", "job_pod_sets", "load_what_if"]
+__all__ = [
+    "PriorityClassRef",
+    "WhatIfLoad",
+    "job_pod_sets",
+    "load_what_if",
+    "preemption_candidate",
+]
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,9 @@ async def resolve_priority(
 
 
 @exact_arithmetic
-def _candidate(workload: JsonObject, cluster_queues: Collection[str]) -> PreemptionCandidate | None:
+def preemption_candidate(
+    workload: JsonObject, cluster_queues: Collection[str]
+) -> PreemptionCandidate | None:
     """A Workload holding quota (reserved, not finished) in one of the ClusterQueues, evicted
     or not: Kueue's cache keeps an evicted Workload until its reservation is gone."""
     admission = mapping(workload, "status", "admission")
@@ -206,7 +214,7 @@ async def _candidates(
         page = await reader.workloads(namespace)
     except ForbiddenError:
         return [], False
-    found = [c for w in page.items if (c := _candidate(w, queues)) is not None]
+    found = [c for w in page.items if (c := preemption_candidate(w, queues)) is not None]
     complete = True
     for queue_name, queue in queues.items():
         reserving = status(queue).get("reservingWorkloads")
