@@ -1,11 +1,12 @@
-"""whatIf's preemption (Kueue v0.17 pkg/scheduler/preemption, classical) on objects captured from
-the real control plane just before a ported case's preemptor was created
+"""whatIf's preemption (Kueue v0.17 pkg/scheduler/preemption, classical) on objects captured
+from the real control plane just before a ported case's preemptor was created
 (tests/kueue_port/capture_preemption.py): the targets must be the Workloads Kueue then
-preempted, in their ClusterQueues, with the reason of Kueue's Preempted condition. Covers
-reclaim within the cohort (p-cohort-reclaim, p-strict-fifo-reclaim, p-lending-limit,
-f-guaranteed-preempts-one), a multi-level cohort (p-multi-level-cohort), borrowWithinCohort with maxPriorityThreshold
-(p-borrow-while-preempting), whenCanPreempt: MayStopSearch (s-preempt-before-next-flavor) and
-one Workload over several pod sets (s-reclaim-dynamic).
+preempted, in their ClusterQueues, with the reason of Kueue's Preempted condition.
+
+Covers reclaim within the cohort (p-cohort-reclaim, p-strict-fifo-reclaim, p-lending-limit,
+f-guaranteed-preempts-one), a multi-level cohort (p-multi-level-cohort), borrowWithinCohort
+with maxPriorityThreshold (p-borrow-while-preempting), whenCanPreempt: MayStopSearch
+(s-preempt-before-next-flavor) and one Workload over several pod sets (s-reclaim-dynamic).
 """
 
 from __future__ import annotations
