@@ -116,7 +116,8 @@ class WhatIfResourceGroup:
     limited_by: str | None
     borrows: bool = strawberry.field(description="Fits only by borrowing from the cohort.")
     may_preempt: bool = strawberry.field(
-        description="Kueue would try to preempt lower-priority Workloads (not simulated here)."
+        description="Kueue would simulate preemption for this flavor (its policy allows it); "
+        "`preempts` says what the simulation found among the admitted Workloads you may read."
     )
     attempts: list[WhatIfFlavorAttempt]
     borrowing_level: int | None = strawberry.field(

@@ -141,7 +141,7 @@ class GroupAssignment:
     limited_by: str | None
     borrows: bool
     may_preempt: bool
-    """Kueue would try preemption for this flavor (not simulated here)."""
+    """Kueue would simulate preemption for this flavor (`preempts`: what it found)."""
     attempts: tuple[FlavorAttempt, ...]
     preempts_first_in: str | None = None
     """FITS_NOW in `flavor`, but an earlier flavor where Kueue stops to preempt instead when it

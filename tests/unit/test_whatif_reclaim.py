@@ -79,6 +79,10 @@ def test_targets_are_what_kueue_preempted(path: Path) -> None:
             held = next(w for w in data["workloads"] if w["metadata"]["uid"] == target.workload.uid)
             assert target.cluster_queue == held["status"]["admission"]["clusterQueue"]
             assert target.reason == data["kueueReasons"][target.workload.name]
+            # The summary names each target where it holds quota.
+            assert f"/{target.workload.name} in ClusterQueue {target.cluster_queue}" in (
+                result.summary
+            )
 
 
 def _data(stem: str) -> dict[str, Any]:
