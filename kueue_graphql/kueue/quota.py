@@ -375,6 +375,23 @@ class CohortTree:
         return out
 
     @exact_arithmetic
+    def with_usage(self, cq_name: str, fr: FlavorResource, value: Decimal) -> CohortTree:
+        """A copy where the queue uses `value` more of `fr` (addUsage, as the snapshot's
+        AddWorkload does): what it cannot take from what it keeps unused goes to its cohort."""
+        copy = object.__new__(CohortTree)
+        copy._nodes = {k: replace(n, usage=dict(n.usage)) for k, n in self._nodes.items()}
+        key: str | None = "cq/" + cq_name
+        seen: set[str] = set()
+        while key is not None and key not in seen and value > 0:
+            seen.add(key)
+            node = copy._nodes[key]
+            kept_unused = self._local_available(node, fr)
+            node.usage[fr] = node.usage.get(fr, ZERO) + value
+            value = max(ZERO, value - kept_unused)
+            key = node.parent
+        return copy
+
+    @exact_arithmetic
     def without_usage(self, cq_name: str, fr: FlavorResource, value: Decimal) -> CohortTree:
         """A copy where the queue uses `value` less of `fr` (removeUsage, as the snapshot's
         SimulateWorkloadRemoval does): the part it stored in its cohort leaves the cohort too."""

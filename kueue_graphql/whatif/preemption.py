@@ -85,6 +85,21 @@ def without_targets(
     return tree
 
 
+@exact_arithmetic
+def with_targets(
+    tree: CohortTree, own_queue: str, targets: Sequence[PreemptionCandidate]
+) -> CohortTree:
+    """The tree with these Workloads' reservations back (`AddWorkload`)."""
+    for target in targets:
+        queue = target.cluster_queue or own_queue
+        if not tree.has(queue):
+            continue
+        for fr, value in target.reserved.items():
+            if value > 0:
+                tree = tree.with_usage(queue, fr, value)
+    return tree
+
+
 def _within_nominal(tree: CohortTree, key: str, need: Sequence[FlavorResource]) -> bool:
     """`IsWithinNominalInResources`."""
     return not any(tree.borrowing_with(key, fr, ZERO) for fr in need)
@@ -125,7 +140,8 @@ class _Search:
         self.threshold = threshold if isinstance(threshold, int) else None
 
     def _uses(self, c: PreemptionCandidate) -> bool:
-        return any(c.reserved.get(fr, ZERO) > 0 or fr in c.reserved for fr in self.need)
+        """`WorkloadUsesResources`: it was assigned a flavor/resource needing preemption."""
+        return any(fr in c.reserved for fr in self.need)
 
     def _classify(self, c: PreemptionCandidate, queue: str, advantage: bool) -> _Elem | None:
         """`classifyPreemptionVariant`."""
@@ -229,9 +245,6 @@ class _Search:
                 return False
         return True
 
-    def _removed(self, elems: Sequence[_Elem]) -> CohortTree:
-        return without_targets(self.tree, self.queue, [e.candidate for e in elems])
-
     def attempt(self, elems: Sequence[_Elem], borrowing: bool) -> list[_Elem]:
         """One pass of `classicalPreemptions`: remove until it fits, then put back."""
         removed: list[_Elem] = []
@@ -240,12 +253,15 @@ class _Search:
             if not self._valid(tree, elem, borrowing):
                 continue
             removed.append(elem)
-            tree = self._removed(removed)
+            tree = without_targets(tree, self.queue, [elem.candidate])
             if self._fits(tree, borrowing):
+                # fillBackWorkloads: in reverse order, a Workload put back for good if the
+                # request still fits, all but the last removed.
                 for index in range(len(removed) - 2, -1, -1):
-                    kept = removed[:index] + removed[index + 1 :]
-                    if self._fits(self._removed(kept), borrowing):
-                        removed = kept
+                    back = with_targets(tree, self.queue, [removed[index].candidate])
+                    if self._fits(back, borrowing):
+                        tree = back
+                        del removed[index]
                 return removed
         return []
 

@@ -21,8 +21,10 @@ import pytest
 
 from kueue_graphql.diagnosis import Verdict
 from kueue_graphql.kueue.exact import parse_quantity
+from kueue_graphql.kueue.quota import cohort_tree
 from kueue_graphql.lookups.whatif import preemption_candidate
 from kueue_graphql.whatif import ProposedPodSet, WhatIfInput, WhatIfResult, what_if
+from kueue_graphql.whatif.preemption import with_targets, without_targets
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "issue21" / "preemption"
 FILES = sorted(CAPTURED.glob("*.json"))
@@ -142,3 +144,24 @@ def test_reclaimable_pods_are_not_counted() -> None:
     candidate = preemption_candidate(first, names)
     assert candidate is not None
     assert sum(candidate.reserved.values(), Decimal(0)) == Decimal(2)  # 3 Pods, 1 reclaimed
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_removing_then_adding_back_restores_every_usage(path: Path) -> None:
+    """The snapshot's RemoveWorkload then AddWorkload (fillBackWorkloads) is the identity on
+    every ClusterQueue's and Cohort's usage, lending limits included."""
+    data = json.loads(path.read_text())
+    names = {c["metadata"]["name"] for c in data["clusterQueues"]}
+    tree = cohort_tree(data["clusterQueues"][0], data["clusterQueues"], data["cohorts"])
+    assert tree is not None
+    keys = [tree.cluster_queue_node(n) for n in names]
+    keys += [c for n in names for c in tree.path_parent_to_root(n)]
+    for w in data["workloads"]:
+        candidate = preemption_candidate(w, names)
+        if candidate is None:
+            continue
+        gone = without_targets(tree, "", [candidate])
+        back = with_targets(gone, "", [candidate])
+        for key in keys:
+            for fr in candidate.reserved:
+                assert back.usage(key, fr) == tree.usage(key, fr), (key, fr)
