@@ -73,7 +73,7 @@ from kueue_graphql.whatif.modes import (
     is_preferred,
     should_try_next_flavor,
 )
-from kueue_graphql.whatif.preemption import preemption_policy, preemption_targets
+from kueue_graphql.whatif.preemption import Preemptor, preemption_policy, preemption_targets
 
 __all__ = ["UNFIT_FLAVOR_LIMITED_BY", "FlavorAssigner", "go_taint", "pod_set_requests"]
 
@@ -301,9 +301,8 @@ class FlavorAssigner:
         cohort's figures."""
         if self.tree is None:
             return []
-        return preemption_targets(
-            self.cq, self.tree, requests, need, self.inp.candidates, self.inp.priority
-        )
+        who = Preemptor(self.cq, self.inp.priority, self.inp.candidates)
+        return preemption_targets(who, self.tree, requests, need)
 
     def targets_for(
         self, groups: list[tuple[GroupAssignment, Mapping[str, Decimal]]]

@@ -38,7 +38,13 @@ from kueue_graphql.kueue.objects import mapping, name, text
 from kueue_graphql.kueue.quota import CohortTree, FlavorResource, quotas_of
 from kueue_graphql.whatif.model import ZERO, PreemptionCandidate, PreemptionTarget
 
-__all__ = ["preemption_policy", "preemption_targets", "without_targets"]
+__all__ = [
+    "Preemptor",
+    "preemption_policy",
+    "preemption_targets",
+    "with_targets",
+    "without_targets",
+]
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
@@ -70,33 +76,31 @@ class _Elem:
     """`ReclaimWithoutBorrowing`: preempted only if the preemptor then borrows nothing."""
 
 
-@exact_arithmetic
 def without_targets(
     tree: CohortTree, own_queue: str, targets: Sequence[PreemptionCandidate]
 ) -> CohortTree:
     """The tree once these Workloads' reservations are gone (`SimulateWorkloadRemoval`)."""
-    for target in targets:
-        queue = target.cluster_queue or own_queue
-        if not tree.has(queue):
-            continue
-        for fr, value in target.reserved.items():
-            if value > 0:
-                tree = tree.without_usage(queue, fr, value)
-    return tree
+    return _moved(tree, own_queue, targets, back=False)
 
 
-@exact_arithmetic
 def with_targets(
     tree: CohortTree, own_queue: str, targets: Sequence[PreemptionCandidate]
 ) -> CohortTree:
     """The tree with these Workloads' reservations back (`AddWorkload`)."""
+    return _moved(tree, own_queue, targets, back=True)
+
+
+def _moved(
+    tree: CohortTree, own_queue: str, targets: Sequence[PreemptionCandidate], *, back: bool
+) -> CohortTree:
     for target in targets:
         queue = target.cluster_queue or own_queue
         if not tree.has(queue):
             continue
         for fr, value in target.reserved.items():
             if value > 0:
-                tree = tree.with_usage(queue, fr, value)
+                moved = tree.with_usage if back else tree.without_usage
+                tree = moved(queue, fr, value)
     return tree
 
 
@@ -115,26 +119,33 @@ def _fit_in_quota(
     return fits, remaining
 
 
+Requests = Mapping[FlavorResource, Decimal]
+Needs = Sequence[FlavorResource]
+
+
+@dataclass(frozen=True)
+class Preemptor:
+    """The Workload-to-be as the preemption sees it: its ClusterQueue, its priority and the
+    admitted Workloads it may preempt (those the caller may read)."""
+
+    cluster_queue: KubeObject
+    priority: int
+    candidates: Sequence[PreemptionCandidate]
+
+
 class _Search:
-    def __init__(
-        self,
-        cluster_queue: KubeObject,
-        tree: CohortTree,
-        requests: Mapping[FlavorResource, Decimal],
-        need: Sequence[FlavorResource],
-        candidates: Sequence[PreemptionCandidate],
-        priority: int,
-    ) -> None:
-        self.cq = cluster_queue
-        self.queue = name(cluster_queue)
+    def __init__(self, who: Preemptor, tree: CohortTree, requests: Requests, need: Needs) -> None:
+        self.cq = who.cluster_queue
+        self.queue = name(who.cluster_queue)
         self.tree = tree
         self.requests = requests
         self.need = need
-        self.priority = priority
+        self.priority = who.priority
+        candidates = who.candidates
         self.by_queue: dict[str, list[PreemptionCandidate]] = {}
         for c in candidates:
             self.by_queue.setdefault(c.cluster_queue or self.queue, []).append(c)
-        borrow = mapping(cluster_queue, "spec", "preemption", "borrowWithinCohort")
+        borrow = mapping(self.cq, "spec", "preemption", "borrowWithinCohort")
         self.borrow_forbidden = borrow.get("policy") in (None, "Never")
         threshold = borrow.get("maxPriorityThreshold")
         self.threshold = threshold if isinstance(threshold, int) else None
@@ -267,19 +278,15 @@ class _Search:
 
 
 def preemption_targets(
-    cluster_queue: KubeObject,
-    tree: CohortTree,
-    requests: Mapping[FlavorResource, Decimal],
-    need: Sequence[FlavorResource],
-    candidates: Sequence[PreemptionCandidate],
-    priority: int,
+    who: Preemptor, tree: CohortTree, requests: Requests, need: Needs
 ) -> list[PreemptionTarget]:
     """The Workloads Kueue would evict to admit `requests` (the whole assignment: every
     flavor/resource it gets) in the ClusterQueue, where `need` are the flavor/resources that
     need preemption (`GetTargets`); none when the candidates given do not free enough."""
+    cluster_queue = who.cluster_queue
     if not need or not tree.has(name(cluster_queue)):
         return []
-    search = _Search(cluster_queue, tree, requests, need, candidates, priority)
+    search = _Search(who, tree, requests, need)
     elems, none_from_others, no_hierarchy = search.ordered()
     own_key = tree.cluster_queue_node(search.queue)
     quotas = quotas_of(cluster_queue)
