@@ -58,6 +58,7 @@ query WhatIf($namespace: String!, $localQueue: String, $podSets: [WhatIfPodSetIn
          priority: $priority) {
     verdict limitedBy summary clusterQueueName numbersFrom detail kueueMessage admissionChecks
     priority priorityClass preempts
+    preemptionTargets { name namespace clusterQueueName reason }
     localQueue { name }
     podSets {
       name count

@@ -116,7 +116,8 @@ class WhatIfResourceGroup:
     limited_by: str | None
     borrows: bool = strawberry.field(description="Fits only by borrowing from the cohort.")
     may_preempt: bool = strawberry.field(
-        description="Kueue would try to preempt lower-priority Workloads (not simulated here)."
+        description="Kueue would simulate preemption for this flavor (its policy allows it); "
+        "`preempts` says what the simulation found among the admitted Workloads you may read."
     )
     attempts: list[WhatIfFlavorAttempt]
     borrowing_level: int | None = strawberry.field(
@@ -144,6 +145,23 @@ class WhatIfPodSet:
     requests: list[ResourceQuantity] = strawberry.field(description="Per Pod.")
     total_requests: list[ResourceQuantity] = strawberry.field(description="Per Pod x count.")
     resource_groups: list[WhatIfResourceGroup]
+
+
+@strawberry.type(
+    description="An admitted Workload Kueue would preempt to admit the Workload-to-be."
+)
+class WhatIfPreemptionTarget:
+    name: str
+    namespace: str
+    cluster_queue_name: str = strawberry.field(
+        description="The ClusterQueue it holds quota in (the Workload's own, or another of "
+        "the cohort whose quota is reclaimed)."
+    )
+    reason: str = strawberry.field(
+        description="Kueue's Preempted reason: InClusterQueue, InCohortReclamation or "
+        "InCohortReclaimWhileBorrowing."
+    )
+    priority: int
 
 
 @strawberry.type(
@@ -189,6 +207,23 @@ class WhatIf:
     )
     def preempts(self) -> int:
         return self.result.preempts
+
+    @field(
+        description="The Workloads counted in `preempts`, in the order Kueue's preemption "
+        "picks them. Only admitted Workloads you may read are simulated, so each is one you "
+        "may read."
+    )
+    def preemption_targets(self) -> list[WhatIfPreemptionTarget]:
+        return [
+            WhatIfPreemptionTarget(
+                name=t.workload.name,
+                namespace=t.workload.namespace,
+                cluster_queue_name=t.cluster_queue,
+                reason=t.reason,
+                priority=t.workload.priority,
+            )
+            for t in self.result.preemption_targets
+        ]
 
     @strawberry.field
     def local_queue(self) -> LocalQueue:

@@ -24,7 +24,7 @@ cohort figures unknown rather than wrong.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -343,6 +343,19 @@ class CohortTree:
         node = self._nodes[key]
         return node.usage.get(fr, ZERO) + value > node.subtree.get(fr, ZERO)
 
+    def children(self, key: str) -> list[str]:
+        """The node's child Cohorts and ClusterQueues (node keys)."""
+        return list(self._nodes[key].children)
+
+    def usage(self, key: str, fr: FlavorResource) -> Decimal:
+        """The node's usage (a Cohort's: what its children use beyond what they keep)."""
+        return self._nodes[key].usage.get(fr, ZERO)
+
+    def queue_name(self, key: str) -> str | None:
+        """The ClusterQueue's name when the node is one, else None (a Cohort)."""
+        node = self._nodes[key]
+        return None if node.is_cohort else node.name
+
     def local_available(self, key: str, fr: FlavorResource) -> Decimal:
         """LocalAvailable: quota kept from the parent (lendingLimit) and not used."""
         return self._local_available(self._nodes[key], fr)
@@ -361,23 +374,47 @@ class CohortTree:
                 out = max(out, self._height(child, seen) + 1)
         return out
 
+    def _up(self, cq_name: str) -> Iterator[_Node]:
+        """The queue's node, then its cohorts up to the root."""
+        key: str | None = "cq/" + cq_name
+        seen: set[str] = set()
+        while key is not None and key not in seen:
+            seen.add(key)
+            node = self._nodes[key]
+            yield node
+            key = node.parent
+
+    def _copy(self) -> CohortTree:
+        copy = object.__new__(CohortTree)
+        copy._nodes = {k: replace(n, usage=dict(n.usage)) for k, n in self._nodes.items()}
+        return copy
+
+    @exact_arithmetic
+    def with_usage(self, cq_name: str, fr: FlavorResource, value: Decimal) -> CohortTree:
+        """A copy where the queue uses `value` more of `fr` (addUsage, as the snapshot's
+        AddWorkload does): what it cannot take from what it keeps unused goes to its cohort."""
+        copy = self._copy()
+        for node in copy._up(cq_name):
+            if value <= 0:
+                break
+            kept_unused = self._local_available(node, fr)
+            node.usage[fr] = node.usage.get(fr, ZERO) + value
+            value = max(ZERO, value - kept_unused)
+        return copy
+
     @exact_arithmetic
     def without_usage(self, cq_name: str, fr: FlavorResource, value: Decimal) -> CohortTree:
         """A copy where the queue uses `value` less of `fr` (removeUsage, as the snapshot's
         SimulateWorkloadRemoval does): the part it stored in its cohort leaves the cohort too."""
-        copy = object.__new__(CohortTree)
-        copy._nodes = {k: replace(n, usage=dict(n.usage)) for k, n in self._nodes.items()}
-        key: str | None = "cq/" + cq_name
-        seen: set[str] = set()
-        while key is not None and key not in seen and value > 0:
-            seen.add(key)
-            node = copy._nodes[key]
+        copy = self._copy()
+        for node in copy._up(cq_name):
+            if value <= 0:
+                break
             stored_in_parent = node.usage.get(fr, ZERO) - self._local(node, fr)
             node.usage[fr] = node.usage.get(fr, ZERO) - value
             if stored_in_parent <= 0:
                 break
             value = min(value, stored_in_parent)
-            key = node.parent
         return copy
 
 

@@ -6,7 +6,7 @@ are the caller's own and fail with FORBIDDEN / NOT_FOUND like any read. Nothing 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -23,7 +23,9 @@ from kueue_graphql.kube.resources import (
 )
 from kueue_graphql.kueue.conditions import holds_quota_in
 from kueue_graphql.kueue.exact import ZERO, QuantityError, exact_arithmetic, parse_quantity
+from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.objects import items, mapping, metadata, spec, status
+from kueue_graphql.kueue.quota import cohort_tree
 from kueue_graphql.lookups.disclosure import (
     DisclosurePolicy,
     NumbersSource,
@@ -41,7 +43,13 @@ from kueue_graphql.whatif import (
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
-__all__ = ["PriorityClassRef", "WhatIfLoad", "job_pod_sets", "load_what_if"]
+__all__ = [
+    "PriorityClassRef",
+    "WhatIfLoad",
+    "job_pod_sets",
+    "load_what_if",
+    "preemption_candidate",
+]
 
 
 @dataclass(frozen=True)
@@ -118,23 +126,36 @@ async def resolve_priority(
 
 
 @exact_arithmetic
-def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate | None:
-    """An admitted (quota-reserved, not finished, not evicted) Workload of the ClusterQueue."""
-    if not holds_quota_in(workload, cluster_queue):
-        return None
+def preemption_candidate(
+    workload: JsonObject, cluster_queues: Collection[str]
+) -> PreemptionCandidate | None:
+    """A Workload holding quota (reserved, not finished) in one of the ClusterQueues, evicted
+    or not: Kueue's cache keeps an evicted Workload until its reservation is gone."""
     admission = mapping(workload, "status", "admission")
+    queue = str(admission.get("clusterQueue") or "")
+    if queue not in cluster_queues or not holds_quota_in(workload, queue):
+        return None
     conditions = {c.get("type"): c for c in items(workload, "status", "conditions")}
     reserved_cond = conditions.get("QuotaReserved") or {}
-    if (conditions.get("Evicted") or {}).get("status") == "True":
-        return None
+    reclaimable = {
+        str(r.get("name")): r.get("count")
+        for r in items(workload, "status", "reclaimablePods")
+        if isinstance(r.get("count"), int)
+    }
     reserved: dict[tuple[str, str], Decimal] = {}
     for assignment in admission.get("podSetAssignments") or []:
         flavors = assignment.get("flavors") or {}
+        count = assignment.get("count")
+        kept = Decimal(1)
+        gone = reclaimable.get(str(assignment.get("name")))
+        if isinstance(count, int) and count > 0 and isinstance(gone, int):
+            # Kueue's usage leaves out the reclaimable Pods (workload.Info TotalRequests).
+            kept = Decimal(max(0, count - gone)) / Decimal(count)
         for res, qty in (assignment.get("resourceUsage") or {}).items():
             if res not in flavors:
                 continue
             try:
-                value = parse_quantity(str(qty))
+                value = parse_quantity(str(qty)) * kept
             except QuantityError:
                 continue
             key = (str(flavors[res]), str(res))
@@ -144,27 +165,62 @@ def _candidate(workload: JsonObject, cluster_queue: str) -> PreemptionCandidate 
         priority=priority if isinstance(priority, int) else 0,
         admitted_at=str(reserved_cond.get("lastTransitionTime") or ""),
         reserved=reserved,
+        cluster_queue=queue,
+        name=str(metadata(workload).get("name") or ""),
+        namespace=str(metadata(workload).get("namespace") or ""),
+        uid=str(metadata(workload).get("uid") or ""),
+        evicted=(conditions.get("Evicted") or {}).get("status") == "True",
     )
+
+
+def _candidate_queues(view: QuotaView) -> dict[str, JsonObject]:
+    """The ClusterQueues whose Workloads Kueue may preempt for this one: its own under
+    withinClusterQueue, every ClusterQueue of its cohort tree under reclaimWithinCohort."""
+    cq = view.cluster_queue
+    if not isinstance(cq, dict):
+        return {}
+    policy = spec(cq).get("preemption") or {}
+    queues: dict[str, JsonObject] = {}
+    if policy.get("withinClusterQueue") in ("LowerPriority", "LowerOrNewerEqualPriority"):
+        queues[view.cluster_queue_name] = cq
+    members = known(view.cluster_queues)
+    cohorts = known(view.cohorts)
+    reclaims = policy.get("reclaimWithinCohort") not in (None, "Never")
+    if reclaims and members is not None and cohorts is not None:
+        tree = cohort_tree(cq, members, cohorts)
+        root = tree.root_cohort(view.cluster_queue_name) if tree is not None else None
+        if tree is not None and root is not None:
+            inside = tree.members(root) - {view.cluster_queue_name}
+            queues.update(
+                {
+                    str(metadata(m).get("name")): m
+                    for m in members
+                    if metadata(m).get("name") in inside
+                }
+            )
+    return queues
 
 
 async def _candidates(
     reader: KueueReader, view: QuotaView, namespace: str
 ) -> tuple[list[PreemptionCandidate], bool]:
-    """The ClusterQueue's admitted Workloads the caller may list in her namespace (as her),
-    and whether they are all the ClusterQueue's (its status.reservingWorkloads)."""
-    cq = view.cluster_queue
-    if not isinstance(cq, dict):
-        return [], False
-    policy = spec(cq).get("preemption") or {}
-    if policy.get("withinClusterQueue") not in ("LowerPriority", "LowerOrNewerEqualPriority"):
+    """The admitted Workloads the caller may list in her namespace (as her) of the
+    ClusterQueues Kueue may preempt in, and whether they are all of theirs (each queue's
+    status.reservingWorkloads)."""
+    queues = _candidate_queues(view)
+    if not queues:
         return [], False
     try:
         page = await reader.workloads(namespace)
     except ForbiddenError:
         return [], False
-    found = [c for w in page.items if (c := _candidate(w, view.cluster_queue_name)) is not None]
-    reserving = status(cq).get("reservingWorkloads")
-    return found, isinstance(reserving, int) and reserving <= len(found)
+    found = [c for w in page.items if (c := preemption_candidate(w, queues)) is not None]
+    complete = True
+    for queue_name, queue in queues.items():
+        reserving = status(queue).get("reservingWorkloads")
+        held = sum(1 for c in found if c.cluster_queue == queue_name)
+        complete = complete and isinstance(reserving, int) and reserving <= held
+    return found, complete
 
 
 class WhatIfLoad:

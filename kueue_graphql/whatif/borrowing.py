@@ -23,9 +23,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from decimal import Decimal
 
-from kueue_graphql.kueue.exact import ZERO, exact_arithmetic
+from kueue_graphql.kueue.exact import exact_arithmetic
 from kueue_graphql.kueue.quota import CohortTree, FlavorResource
 from kueue_graphql.whatif.model import PreemptionCandidate
+from kueue_graphql.whatif.preemption import without_targets
 
 __all__ = ["level_after_preemption", "lowest_subtree_that_fits"]
 
@@ -50,7 +51,6 @@ def lowest_subtree_that_fits(
     return tree.height(path[-1]), False
 
 
-@exact_arithmetic
 def level_after_preemption(
     tree: CohortTree,
     cq_name: str,
@@ -59,7 +59,6 @@ def level_after_preemption(
     targets: Sequence[PreemptionCandidate],
 ) -> int:
     """`SimulatePreemption`'s borrowAfterPreemptions: the level once the targets (admitted
-    Workloads of the ClusterQueue) are removed (`SimulateWorkloadRemoval`)."""
-    freed = sum((t.reserved.get(fr, ZERO) for t in targets), ZERO)
-    level, _ = lowest_subtree_that_fits(tree.without_usage(cq_name, fr, freed), cq_name, fr, value)
+    Workloads of the ClusterQueue or of its cohort) are removed (`SimulateWorkloadRemoval`)."""
+    level, _ = lowest_subtree_that_fits(without_targets(tree, cq_name, targets), cq_name, fr, value)
     return level

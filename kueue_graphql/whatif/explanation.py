@@ -42,7 +42,7 @@ def detail(
     if not inp.candidates_complete and not groups_unknown and _within_cq_preemption(inp):
         parts.append(
             "preemption is simulated over the admitted Workloads you may read only: other "
-            "namespaces' admitted Workloads in the ClusterQueue are not seen"
+            "namespaces' admitted Workloads in the ClusterQueue or its cohort are not seen"
         )
     return "; ".join(p for p in parts if p)
 
@@ -69,10 +69,30 @@ def _namespace_unread(inp: WhatIfInput) -> str:
 
 
 def _within_cq_preemption(inp: WhatIfInput) -> bool:
+    """Kueue may preempt in the ClusterQueue or reclaim from its cohort."""
     cq = known(inp.cluster_queue)
     return text(cq, "spec", "preemption", "withinClusterQueue") in (
         "LowerPriority",
         "LowerOrNewerEqualPriority",
+    ) or (
+        text(cq, "spec", "cohortName") is not None
+        and text(cq, "spec", "preemption", "reclaimWithinCohort") not in (None, "Never")
+    )
+
+
+_REASONS = {
+    "InClusterQueue": "of lower priority in the ClusterQueue",
+    "InCohortReclamation": "reclaiming the quota it lent to the cohort",
+    "InCohortReclaimWhileBorrowing": "of lower priority, while borrowing (borrowWithinCohort)",
+}
+
+
+def _targets(result: WhatIfResult) -> str:
+    """The targets as Kueue would evict them: namespace/name, their ClusterQueue and why."""
+    return "; ".join(
+        f"{t.workload.namespace}/{t.workload.name} in ClusterQueue {t.cluster_queue}, "
+        f"{_REASONS.get(t.reason, t.reason)}"
+        for t in result.preemption_targets
     )
 
 
@@ -177,9 +197,8 @@ def _summary(result: WhatIfResult, namespace: str) -> str:
     if result.verdict is Verdict.MUST_WAIT and result.preempts:
         return (
             f"must wait for preemption: Kueue would preempt {result.preempts} admitted "
-            f"Workload(s) of lower priority than {result.priority} in ClusterQueue {cq} "
-            f"(withinClusterQueue policy) and admit it in flavor {group.flavor} once they are "
-            "evicted"
+            f"Workload(s) ({_targets(result)}) and admit it in flavor {group.flavor} of "
+            f"ClusterQueue {cq} once they are evicted"
         )
     if result.verdict is Verdict.MUST_WAIT:
         if line is not None and result.numbers_shown and line.available_now is not None:
@@ -337,13 +356,14 @@ def _group_steps(
                 else ""
             )
             yield f"Or ask for at most {format_quantity(room, res)} {res} to start now{fewer}."
-        if group.preempts:
+        if group.preempts and result.preemption_targets:
             yield (
-                f"Submitting it preempts {group.preempts} lower-priority Workload(s) of "
-                f"ClusterQueue {cq}: they are evicted and requeued."
+                f"Submitting it preempts {result.preempts} Workload(s) "
+                f"({_targets(result)}): they are evicted and requeued."
             )
         elif group.may_preempt:
             yield (
                 f"Kueue may preempt Workloads of lower priority to make room, as ClusterQueue "
-                f"{cq}'s preemption policy allows (not simulated here)."
+                f"{cq}'s preemption policy allows; none found among the admitted Workloads you "
+                "may read."
             )

@@ -17,8 +17,8 @@ a topology request (TAS off), with the FlavorFungibility gate on (its default si
   `FindHeightOfLowestSubtreeThatFits`); within Available fit; in between Kueue simulates
   preemption when the request is within nominal quota, when quota lent beyond the subtree that
   would hold it may be reclaimed, or under borrowWithinCohort (`SimulatePreemption`: targets
-  within the ClusterQueue found here give preempt, at the level once they are removed; none
-  give noPreemptionCandidates), else noFit;
+  found in the ClusterQueue give preempt, only in other ClusterQueues of the cohort reclaim,
+  at the level once they are removed; none give noPreemptionCandidates), else noFit;
 - the flavor's mode is the least preferred of its resources' (`representativeMode`), its level
   the highest (`maxBorrow`); the search stops at the first flavor `shouldTryNextFlavor` does
   not pass on, else keeps the preferred one (`isPreferred`: by preemption mode then borrowing
@@ -28,7 +28,8 @@ a topology request (TAS off), with the FlavorFungibility gate on (its default si
 
 Where it differs: the resources are taken in name order (Kueue ranges over a map) and, past a
 noFit for lack of unused quota, the other resources are still checked so every reason is shown
-(the mode stays noFit); reclaiming within the cohort is not simulated (no candidates); a flavor
+(the mode stays noFit); preemption (whatif.preemption) is simulated over the admitted Workloads
+the caller may read, and not at all without the cohort's figures; a flavor
 whose figures cannot be read (unreadable cohort or ResourceFlavors) ranks as noFit, UNKNOWN.
 
 The quota arithmetic is kueue.quota's, shared with the diagnosis (`quota_line` over
@@ -60,6 +61,7 @@ from kueue_graphql.whatif.model import (
     ZERO,
     FlavorAttempt,
     GroupAssignment,
+    PreemptionTarget,
     ProposedPodSet,
     WhatIfInput,
 )
@@ -71,7 +73,7 @@ from kueue_graphql.whatif.modes import (
     is_preferred,
     should_try_next_flavor,
 )
-from kueue_graphql.whatif.preemption import preemption_policy, preemption_targets
+from kueue_graphql.whatif.preemption import Preemptor, preemption_policy, preemption_targets
 
 __all__ = ["UNFIT_FLAVOR_LIMITED_BY", "FlavorAssigner", "go_taint", "pod_set_requests"]
 
@@ -187,6 +189,8 @@ class _Attempt:
     may_preempt: bool = False
     limited_by: str | None = None
     reasons: list[str] = field(default_factory=list)
+    need: list[str] = field(default_factory=list)
+    """The resources whose mode is Preempt (Kueue simulated preemption for them)."""
     preempts: int = 0
 
 
@@ -268,26 +272,13 @@ class FlavorAssigner:
             return _ResourceFit(
                 line.verdict, PreemptionMode.NO_FIT, level_known, borrows, False, message
             )
-        # Kueue simulates preemption (`SimulatePreemption`): within the ClusterQueue here;
-        # reclaiming within the cohort is not simulated, so it finds no candidates.
+        # Kueue simulates preemption (`SimulatePreemption`) in the ClusterQueue and its cohort.
         may_preempt = (
             (value <= nominal and self._policy("withinClusterQueue") != "Never")
             or (may_reclaim and self._policy("reclaimWithinCohort") != "Never")
             or while_borrowing
         )
-        targets = (
-            preemption_targets(
-                self.cq,
-                flavor,
-                {res: value},
-                self.lines,
-                self.quotas,
-                self.inp.candidates,
-                self.inp.priority,
-            )
-            if may_preempt
-            else []
-        )
+        targets = self._targets({fr: value}, [fr])
         if not targets or self.tree is None:
             return _ResourceFit(
                 line.verdict,
@@ -297,10 +288,38 @@ class FlavorAssigner:
                 may_preempt,
                 message,
             )
-        after = level_after_preemption(self.tree, self.cq_name, fr, value, targets)
-        return _ResourceFit(
-            line.verdict, PreemptionMode.PREEMPT, after, after > 0, may_preempt, message
-        )
+        victims = [t.workload for t in targets]
+        after = level_after_preemption(self.tree, self.cq_name, fr, value, victims)
+        own = any(t.cluster_queue == self.cq_name for t in targets)
+        mode = PreemptionMode.PREEMPT if own else PreemptionMode.RECLAIM
+        return _ResourceFit(line.verdict, mode, after, after > 0, True, message)
+
+    def _targets(
+        self, requests: Mapping[FlavorResource, Decimal], need: list[FlavorResource]
+    ) -> list[PreemptionTarget]:
+        """`GetTargets` over the admitted Workloads the caller may read; none without the
+        cohort's figures."""
+        if self.tree is None:
+            return []
+        who = Preemptor(self.cq, self.inp.priority, self.inp.candidates)
+        return preemption_targets(who, self.tree, requests, need)
+
+    def targets_for(
+        self, groups: list[tuple[GroupAssignment, Mapping[str, Decimal]]]
+    ) -> list[PreemptionTarget]:
+        """`GetTargets` for the whole assignment: every group's flavor and requests, the
+        resources that need preemption in them."""
+        requests: dict[FlavorResource, Decimal] = {}
+        need: list[FlavorResource] = []
+        for group, totals in groups:
+            if group.flavor is None:
+                continue
+            for res in group.resources:
+                fr = (group.flavor, res)
+                requests[fr] = requests.get(fr, ZERO) + totals.get(res, ZERO)
+                if res in group.needs_preemption and fr not in need:
+                    need.append(fr)
+        return self._targets(requests, need)
 
     def _try_flavor(
         self, flavor_name: str, ps: ProposedPodSet, group: _Group, requests: Mapping[str, Decimal]
@@ -342,6 +361,8 @@ class FlavorAssigner:
             attempt.may_preempt = attempt.may_preempt or fit.may_preempt
             if fit.message:
                 attempt.reasons.append(fit.message)
+            if fit.mode not in (PreemptionMode.FIT, PreemptionMode.NO_FIT):
+                attempt.need.append(res)
             if RANK[fit.verdict] < RANK[attempt.verdict]:
                 attempt.verdict = fit.verdict
                 attempt.limited_by = self.lines[fr].limited_by
@@ -349,17 +370,12 @@ class FlavorAssigner:
                 break  # "The flavor doesn't fit, no need to check other resources."
         if attempt.verdict is Verdict.UNKNOWN:
             attempt.mode = WORST  # undecided here: never chosen over a flavor that is decided
-        if attempt.verdict is Verdict.MUST_WAIT and attempt.may_preempt:
+        if attempt.verdict is Verdict.MUST_WAIT and attempt.need:
             # How many Workloads Kueue would evict for the whole group in this flavor.
             attempt.preempts = len(
-                preemption_targets(
-                    self.cq,
-                    flavor_name,
-                    requests,
-                    self.lines,
-                    self.quotas,
-                    self.inp.candidates,
-                    self.inp.priority,
+                self._targets(
+                    {(flavor_name, r): v for r, v in requests.items()},
+                    [(flavor_name, r) for r in attempt.need],
                 )
             )
         return attempt
@@ -431,6 +447,9 @@ class FlavorAssigner:
             may_preempt=bool(chosen and chosen.may_preempt and verdict is Verdict.MUST_WAIT),
             preempts_first_in=preempts_first_in,
             preempts=chosen.preempts if chosen is not None and verdict is Verdict.MUST_WAIT else 0,
+            needs_preemption=tuple(chosen.need)
+            if chosen is not None and verdict is Verdict.MUST_WAIT
+            else (),
             attempts=tuple(
                 FlavorAttempt(
                     a.flavor,

@@ -29,6 +29,7 @@ __all__ = [
     "GroupAssignment",
     "PodSetOutcome",
     "PreemptionCandidate",
+    "PreemptionTarget",
     "ProposedPodSet",
     "WhatIfInput",
     "WhatIfResult",
@@ -58,12 +59,30 @@ class ProposedPodSet:
 
 @dataclass(frozen=True)
 class PreemptionCandidate:
-    """An admitted Workload of the ClusterQueue: its priority, when its quota was reserved
-    (ISO text, for Kueue's "most recently admitted first"), and the quota it holds."""
+    """An admitted Workload of the ClusterQueue or of its cohort: its priority, when its quota
+    was reserved (ISO text, for Kueue's "most recently admitted first"), and the quota it
+    holds."""
 
     priority: int
     admitted_at: str
     reserved: Mapping[tuple[str, str], Decimal]
+    cluster_queue: str = ""
+    """The ClusterQueue it holds quota in ("": the preemptor's own)."""
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    evicted: bool = False
+    """Evicted but still holding its quota (Kueue counts it first, as preemption under way)."""
+
+
+@dataclass(frozen=True)
+class PreemptionTarget:
+    """A Workload Kueue would preempt: the candidate, its ClusterQueue and Kueue's reason
+    (InClusterQueue, InCohortReclamation, InCohortReclaimWhileBorrowing)."""
+
+    workload: PreemptionCandidate
+    cluster_queue: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -90,9 +109,10 @@ class WhatIfInput:
     """The Workload's priority (its WorkloadPriorityClass or PriorityClass value; 0 without)."""
     priority_class: str | None = None
     candidates: Sequence[PreemptionCandidate] = ()
-    """The ClusterQueue's admitted Workloads the caller may read (preemption candidates)."""
+    """The admitted Workloads of the ClusterQueue and of its cohort's ClusterQueues the caller
+    may read (preemption candidates)."""
     candidates_complete: bool = False
-    """`candidates` are every admitted Workload of the ClusterQueue."""
+    """`candidates` are every admitted Workload of those ClusterQueues."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +141,16 @@ class GroupAssignment:
     limited_by: str | None
     borrows: bool
     may_preempt: bool
-    """Kueue would try preemption for this flavor (not simulated here)."""
+    """Kueue would simulate preemption for this flavor (`preempts`: what it found)."""
     attempts: tuple[FlavorAttempt, ...]
     preempts_first_in: str | None = None
     """FITS_NOW in `flavor`, but an earlier flavor where Kueue stops to preempt instead when it
     finds admitted Workloads of lower priority there (whenCanPreempt: MayStopSearch)."""
     borrowing_level: int | None = None
     """The borrowing level in `flavor` (FlavorAttempt.borrowing_level); None without a flavor."""
+    needs_preemption: tuple[str, ...] = ()
+    """The resources that do not fit now in `flavor` but where Kueue simulates preemption
+    (its FlavorAssignment mode Preempt): what `GetTargets` frees."""
     preempts: int = 0
     """MUST_WAIT in `flavor`: Kueue would preempt this many lower-priority Workloads of the
     ClusterQueue to admit it (0: none found among those the caller may read)."""
@@ -163,3 +186,5 @@ class WhatIfResult:
     preempts: int = 0
     """Kueue would preempt this many Workloads to admit it (then it is admitted once they are
     evicted); 0 when it would not, or none the caller may read would free enough."""
+    preemption_targets: tuple[PreemptionTarget, ...] = ()
+    """The Workloads counted in `preempts`, in Kueue's order."""

@@ -26,6 +26,7 @@ from kueue_graphql.whatif.model import (
     RANK,
     GroupAssignment,
     PodSetOutcome,
+    PreemptionTarget,
     WhatIfInput,
     WhatIfResult,
 )
@@ -47,6 +48,7 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
     messages: list[str] = []
     lines: dict[FlavorResource, QuotaLine] = {}
     blocked = queue_gate(inp)
+    assigner: FlavorAssigner | None = None
     if blocked is None and cq is not None:
         assigner = FlavorAssigner(inp, cq)
         covers_pods = assigner.group_of("pods") is not None
@@ -113,12 +115,15 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
         kueue_message = (
             "; ".join(messages) if messages and verdict is not Verdict.FITS_NOW else None
         )
-    preempts = (
-        sum(g.preempts for g in all_groups)
-        if verdict is Verdict.MUST_WAIT
+    targets: list[PreemptionTarget] = []
+    if (
+        assigner is not None
+        and verdict is Verdict.MUST_WAIT
         and all(g.preempts or g.verdict is Verdict.FITS_NOW for g in all_groups)
-        else 0
-    )
+    ):
+        # scheduler.go: GetTargets once for the whole assignment.
+        targets = assigner.targets_for([(g, o.total) for o in outcomes for g in o.groups])
+    preempts = len(targets)
     if preempts and kueue_message:
         # scheduler.go: once the preemptions are issued.
         kueue_message += f". Pending the preemption of {preempts} workload(s)"
@@ -149,5 +154,6 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
         priority=inp.priority,
         priority_class=inp.priority_class,
         preempts=preempts,
+        preemption_targets=tuple(targets),
     )
     return explained(result, inp)

@@ -46,6 +46,7 @@ import yaml
 
 from kueue_graphql.cli.render import WHAT_IF_QUERY, WHY_QUERY
 from kueue_graphql.core.modes import QuotaDisclosure
+from kueue_graphql.kueue.conditions import holds_quota_in
 from kueue_graphql.kueue.exact import parse_quantity
 from tests.cluster.driver import Cluster
 from tests.http_limits import SERVER_CLIENT_LIMITS
@@ -63,6 +64,7 @@ from tests.kueue_port.runner import (
 from tests.service.conftest import running_server
 
 HERE = Path(__file__).parent
+SETTLE_SECONDS = 15.0
 REPORT = HERE / "AGREEMENT.md"
 DISAGREEMENTS = HERE / "disagreements.yaml"
 USER = "alice"
@@ -223,6 +225,20 @@ def kueue_flavors(wl: Obj) -> dict[str, str]:
         for psa in admission.get("podSetAssignments") or []
         for res, flavor in (psa.get("flavors") or {}).items()
     }
+
+
+def settled_cluster_queue(kube: Kube, name: str, workloads: list[Obj]) -> Obj | None:
+    """The ClusterQueue once its status counts the Workloads holding quota in it (bounded wait):
+    Kueue writes a ClusterQueue's status about a second after it admits a Workload, so read at
+    once its flavorsReservation may not count the Workload yet."""
+    holding = sum(1 for wl in workloads if holds_quota_in(wl, name))
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        cq = kube.get("ClusterQueue", name)
+        reserving = ((cq or {}).get("status") or {}).get("reservingWorkloads")
+        if cq is None or reserving == holding or time.monotonic() > deadline:
+            return cq
+        time.sleep(0.25)
 
 
 def kueue_borrows(cq: Obj | None, flavors: dict[str, str]) -> bool:
@@ -621,8 +637,11 @@ class AgreementObserver:
             # A queue that holds every Workload: whatIf says the same reason as Kueue.
             out.append(f"kueueMessage {answer['kueueMessage']!r}; Kueue: {message!r}")
         preempted = preempted_for(workloads, live["metadata"]["uid"])
-        if answer["preempts"] != len(preempted):
-            out.append(f"preempts {answer['preempts']}; Kueue preempted {preempted or 'none'}")
+        named = sorted(t["name"] for t in answer.get("preemptionTargets") or [])
+        if answer["preempts"] != len(preempted) or named != preempted:
+            out.append(
+                f"preempts {answer['preempts']} {named}; Kueue preempted {preempted or 'none'}"
+            )
         if predicted and admitted:
             got = kueue_flavors(live)
             wanted = {
@@ -638,7 +657,8 @@ class AgreementObserver:
                 return out
             borrows = any(g["borrows"] for ps in answer["podSets"] for g in ps["resourceGroups"])
             cq_name = ((live.get("status") or {}).get("admission") or {}).get("clusterQueue")
-            kueue = kueue_borrows(self.kube.get("ClusterQueue", cq_name) if cq_name else None, got)
+            cq = settled_cluster_queue(self.kube, cq_name, workloads) if cq_name else None
+            kueue = kueue_borrows(cq, got)
             if borrows != kueue:
                 out.append(f"borrows {borrows}; Kueue's ClusterQueue over nominal: {kueue}")
         return out
