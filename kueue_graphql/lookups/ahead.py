@@ -23,7 +23,6 @@ from kueue_graphql.core.errors import ForbiddenError, NotFoundError, Unavailable
 from kueue_graphql.core.modes import QuotaDisclosure
 from kueue_graphql.diagnosis.ahead import AheadEntry, AheadInput
 from kueue_graphql.diagnosis.headroom import headroom
-from kueue_graphql.diagnosis.position import own_entry
 from kueue_graphql.diagnosis.start import (
     Holder,
     StartEstimate,
@@ -269,7 +268,7 @@ async def load_ahead(
             "get", VISIBILITY_LOCAL_QUEUE.group, "localqueues/pendingworkloads", namespace,
             local_queue,
         )  # fmt: skip
-    read = await reader.pending_read(namespace, local_queue)
+    read = await reader.pending_read(namespace, local_queue, name, ahead=True)
     if read.forbidden:
         raise ForbiddenError(
             "get", VISIBILITY_LOCAL_QUEUE.group, "localqueues/pendingworkloads", namespace,
@@ -277,7 +276,7 @@ async def load_ahead(
         )  # fmt: skip
     if read.absent or read.failure is not None:
         raise UnavailableError(read.failure or "Kueue's visibility API is not served")
-    found = own_entry(read.items, namespace, name)
+    found = read.own
     if found is None:
         return None
     own_ahead = [
