@@ -218,8 +218,12 @@ async def _start(
     reserving = status(cluster_queue).get("reservingWorkloads")
     cq_name = str(metadata(cluster_queue).get("name"))
     try:
-        page = await reader.workloads(namespace)
-        own = [w for w in page.items if holds_quota_in(w, cq_name)]
+        # Only the namespace's Workloads holding quota (the cache's status index; one list of
+        # the namespace, filtered, in `impersonate` mode), not its pending crowd.
+        pages = await asyncio.gather(
+            *(reader.workloads(namespace, status=held) for held in ("quotareserved", "admitted"))
+        )
+        own = [w for page in pages for w in page.items if holds_quota_in(w, cq_name)]
     except ForbiddenError:
         own = []
     jobs = await asyncio.gather(*(_job_of(reader, w) for w in own))
@@ -289,7 +293,7 @@ async def load_ahead(
     # Her own namespace's Workloads ahead: read as her, summed.
     local_requests: dict[str, Decimal] | None
     try:
-        page = await reader.workloads(namespace, local_queue=local_queue)
+        page = await reader.workloads(namespace, local_queue=local_queue, status="pending")
         by_name = {str(metadata(w).get("name")): w for w in page.items}
         local_requests = _sum(
             [by_name[n] for n in (str(metadata(i).get("name")) for i in own_ahead) if n in by_name]
