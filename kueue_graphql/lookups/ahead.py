@@ -64,11 +64,31 @@ def _entry(item: Mapping[str, Any]) -> AheadEntry:
     )
 
 
+# Each Workload version's total requests, by (uid, resourceVersion): a version never changes,
+# and the `aheadOfMe` of a Workload deep in a long queue sums the same thousands of Workloads
+# request after request (about 0.2 ms of parsing each). Cleared whole when full.
+_NEEDS: dict[tuple[str, str], Mapping[str, Decimal]] = {}
+_NEEDS_MOST = 50_000
+
+
+def _needs(workload: JsonObject) -> Mapping[str, Decimal]:
+    meta = metadata(workload)
+    key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""))
+    if not all(key):
+        return total_needs(workload_requests(workload))
+    found = _NEEDS.get(key)
+    if found is None:
+        if len(_NEEDS) >= _NEEDS_MOST:
+            _NEEDS.clear()
+        found = _NEEDS[key] = total_needs(workload_requests(workload))
+    return found
+
+
 @exact_arithmetic
 def _sum(workloads: Sequence[JsonObject]) -> dict[str, Decimal]:
     out: dict[str, Decimal] = {}
     for wl in workloads:
-        for res, value in total_needs(workload_requests(wl)).items():
+        for res, value in _needs(wl).items():
             out[res] = out.get(res, ZERO) + value
     return out
 

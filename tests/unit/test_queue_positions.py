@@ -285,3 +285,29 @@ def test_cache_position_of_an_unknown_workload_or_queue_is_not_found(missing: st
     )
     assert read.own is None
     assert not read.forbidden
+
+
+def test_requests_ahead_are_summed_per_object_version() -> None:
+    """aheadOfMe's sums remember each Workload version's requests (by uid and
+    resourceVersion): a new version of the same Workload is summed anew."""
+    from kueue_graphql.lookups.ahead import _sum
+
+    def version(resource_version: str, cpu: str) -> dict[str, Any]:
+        container = {"name": "main", "resources": {"requests": {"cpu": cpu}}}
+        return {
+            "metadata": {
+                "name": "x",
+                "namespace": "a",
+                "uid": "u-1",
+                "resourceVersion": resource_version,
+            },
+            "spec": {
+                "podSets": [
+                    {"name": "main", "count": 2, "template": {"spec": {"containers": [container]}}}
+                ]
+            },
+        }
+
+    assert _sum([version("1", "1")]) == {"cpu": 2}
+    assert _sum([version("1", "1"), version("1", "1")]) == {"cpu": 4}
+    assert _sum([version("2", "3")]) == {"cpu": 6}
