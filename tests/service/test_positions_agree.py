@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.cluster.driver import Cluster
+from tests.kueue_objects import pending_workload, tenant_reader_binding
 from tests.service.conftest import Server
 from tests.teardown import remove, remove_namespace
 from tests.waiting import BULK_SECONDS, SETTLE_SECONDS, async_wait_until, wait_until
@@ -59,21 +60,7 @@ def _objects() -> list[dict[str, Any]]:
                 "metadata": {"name": ns, "labels": TEST_LABELS},
             }
         )
-        objects.append(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": {"name": "alice-tenant-reader", "namespace": ns},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": "kueue-graphql-tenant-reader",
-                },
-                "subjects": [
-                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}
-                ],
-            }
-        )
+        objects.append(tenant_reader_binding(ns))
     objects.append(
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -106,39 +93,8 @@ def _objects() -> list[dict[str, Any]]:
         )
     for ns, lq, priority, count in CROWD:
         for index in range(count):
-            objects.append(
-                {
-                    "apiVersion": "kueue.x-k8s.io/v1beta2",
-                    "kind": "Workload",
-                    "metadata": {
-                        "name": f"{lq}-p{priority}-{index}".replace("-p-", "-m"),
-                        "namespace": ns,
-                        "labels": TEST_LABELS,
-                    },
-                    "spec": {
-                        "queueName": lq,
-                        "priority": priority,
-                        "podSets": [
-                            {
-                                "name": "main",
-                                "count": 1,
-                                "template": {
-                                    "spec": {
-                                        "restartPolicy": "Never",
-                                        "containers": [
-                                            {
-                                                "name": "main",
-                                                "image": "registry.invalid/never-pulled",
-                                                "resources": {"requests": {"cpu": "1"}},
-                                            }
-                                        ],
-                                    }
-                                },
-                            }
-                        ],
-                    },
-                }
-            )
+            name = f"{lq}-p{priority}-{index}".replace("-p-", "-m")
+            objects.append(pending_workload(ns, name, lq, priority, labels=TEST_LABELS))
     return objects
 
 
