@@ -32,7 +32,7 @@ from kueue_graphql.diagnosis.start import (
 )
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import JOB, VISIBILITY_LOCAL_QUEUE
+from kueue_graphql.kube.resources import JOB, VISIBILITY_LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kueue.conditions import holds_quota_in
 from kueue_graphql.kueue.exact import (
     ARITHMETIC,
@@ -313,11 +313,15 @@ async def load_ahead(
     # Her own namespace's Workloads ahead: read as her, summed.
     local_requests: dict[str, Decimal] | None
     try:
-        page = await reader.workloads(namespace, local_queue=local_queue, status="pending")
-        by_name = {str(metadata(w).get("name")): w for w in page.items}
-        local_requests = _sum(
-            [by_name[n] for n in (str(metadata(i).get("name")) for i in own_ahead) if n in by_name]
-        )
+        if own_ahead:
+            page = await reader.workloads(namespace, local_queue=local_queue, status="pending")
+            by_name = {str(metadata(w).get("name")): w for w in page.items}
+            ahead_names = (str(metadata(i).get("name")) for i in own_ahead)
+            local_requests = _sum([by_name[n] for n in ahead_names if n in by_name])
+        elif await reader.may(Access("list", WORKLOAD, namespace)):
+            local_requests = {}  # nothing ahead: no list to read
+        else:
+            raise ForbiddenError("list", WORKLOAD.group, WORKLOAD.plural, namespace)
     except ForbiddenError:
         local_requests = None
         unavailable.append(
