@@ -13,9 +13,10 @@ which the visibility API lists) orders BestEffortFIFO and StrictFIFO queues alik
    PrioritySortingWithinCohort gate off, which is on by default);
 3. the UID, which breaks ties between Workloads created in the same second.
 
-Not visible from the API objects: the "sticky" Workload Kueue keeps at the head while it is
-being admitted (one entry), and admission fair sharing (off by default), which orders by the
-LocalQueues' usage first.
+Not visible from the API objects: the "sticky" Workload Kueue keeps at the head of a
+BestEffortFIFO queue while its preemptions are pending (one entry), admission fair sharing (off
+by default), which orders by the LocalQueues' usage first, and a Kueue configured with
+`requeuingTimestamp: Creation` (PodsReady-timeout evictions then keep their creation time).
 
 Kueue's queue holds the Workloads of the ClusterQueue's LocalQueues that are active and hold no
 quota (pending), `in_queue` below.
