@@ -65,7 +65,7 @@ bench-reads: install ## control-plane CPU per read the cache-mode admission path
 bench-cpu: install ## impersonate-mode server CPU per warm admission-path request vs BASELINE_REF (default f28c6d6), same run (control plane up)
 	$(RUN) python benchmarks/cpu_vs_baseline.py --baseline-ref $(or $(BASELINE_REF),f28c6d6) $(BENCH_ARGS)
 
-bench-scale: install ## list queries at 1k and 10k pending Workloads: latency, bytes read, CPU, RSS (control plane up)
+bench-scale: install ## list queries and queue positions (diagnose, aheadOfMe) at 1k and 10k pending Workloads: latency, bytes read, CPU, RSS (control plane up)
 	$(RUN) nice python benchmarks/scale.py $(BENCH_ARGS)
 
 bench-subs: install ## 200 live subscriptions: change->push p50/p95, memory/sub, CPU/push, fds/tasks/RSS after close (control plane up)

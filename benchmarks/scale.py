@@ -25,7 +25,14 @@ both servers see the same load; it prints p50/p95/max of both. A floor query, `{
 (token check and parse, no read), is measured like the others: the 10k/1k ratios are printed
 as measured and divided by the floor's own ratio (the machine's load between the two sizes).
 
-It cleans up after itself (deletes the namespace and the ClusterQueue), also on Ctrl-C.
+Queue positions (issue 26): half of the N Workloads are in namespace `bench-scale-b`, whose
+LocalQueue has the same name and ClusterQueue (Kueue's LocalQueue list of `bench-scale` then
+lists them too, kueue#10575), and two probes sit in `bench-scale`: `probe-head` (priority 10,
+position 0) and `probe-tail` (priority -10, behind all N). `diagnose` and `aheadOfMe` of each
+are measured like the list queries, and each answer's position is printed (ABSENT would be a
+bug). `--only-positions` measures just those and the floor (a shorter run on a shared machine).
+
+It cleans up after itself (deletes the namespaces and the ClusterQueue), also on Ctrl-C.
 `--read-mode cache` needs a build whose `serve` has `--read-mode`; otherwise it says so and
 measures the modes it can.
 """
@@ -59,6 +66,9 @@ from admission_path import (
 from launch import free_port, launched
 
 NAMESPACE = "bench-scale"
+# Same-named LocalQueue, same ClusterQueue: Kueue's list of NAMESPACE's queue shows these too.
+OTHER_NAMESPACE = "bench-scale-b"
+NAMESPACES = (NAMESPACE, OTHER_NAMESPACE)
 LOCAL_QUEUE = "lq-bench-scale"
 CLUSTER_QUEUE = "cq-bench-scale"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -97,18 +107,36 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {{name: {LOCAL_QUEUE}, namespace: {NAMESPACE}}}
 spec: {{clusterQueue: {CLUSTER_QUEUE}}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {{name: {OTHER_NAMESPACE}, labels: {{kueue-graphql.example/bench: scale}}}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {{name: {LOCAL_QUEUE}, namespace: {OTHER_NAMESPACE}}}
+spec: {{clusterQueue: {CLUSTER_QUEUE}}}
 """
+# The Workloads whose positions are measured: first and last of the ClusterQueue's queue.
+PROBES = {"probe-head": 10, "probe-tail": -10}
 
 
-def workload(index: int) -> dict[str, Any]:
+def namespace_of(index: int) -> str:
+    return NAMESPACES[index % 2]
+
+
+def workload(index: int, name: str | None = None, priority: int = 0) -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
-        "metadata": {"name": f"wl-{index:06d}", "namespace": NAMESPACE},
+        "metadata": {
+            "name": name or f"wl-{index:06d}",
+            "namespace": NAMESPACE if name else namespace_of(index),
+        },
         "spec": {
             "queueName": LOCAL_QUEUE,
             # Kueue v0.17's visibility server dereferences spec.priority unchecked.
-            "priority": 0,
+            "priority": priority,
             "podSets": [
                 {
                     "name": "main",
@@ -175,6 +203,26 @@ QUERIES = [
         {"ns": "team-a", "job": "too-big-3x1cpu"},
     ),
 ]
+DIAGNOSE_POSITION = (
+    f'query($name: String!) {{ diagnose(namespace: "{NAMESPACE}", kind: "Workload", '
+    "name: $name) { stage summary queuePosition { visibility positionInClusterQueue "
+    "positionInLocalQueue positionBeyond detail } } }"
+)
+AHEAD_OF_ME = (
+    f'query($name: String!) {{ diagnose(namespace: "{NAMESPACE}", kind: "Workload", '
+    "name: $name) { queuePosition { visibility positionInClusterQueue positionBeyond } "
+    "aheadOfMe { inLocalQueue inClusterQueue whyAheadInLocalQueue { higherPriority } "
+    "startEstimate { explanation } } } }"
+)
+POSITION_QUERIES = [
+    Query(
+        f"diagnose {probe} (position {'0' if priority > 0 else 'N'})",
+        DIAGNOSE_POSITION,
+        {"name": probe},
+    )
+    for probe, priority in PROBES.items()
+] + [Query(f"aheadOfMe {probe}", AHEAD_OF_ME, {"name": probe}) for probe in PROBES]
+QUERIES += POSITION_QUERIES
 IDEAL = "ideal raw client: GET workloads?limit=21"
 
 
@@ -217,33 +265,40 @@ def api_env() -> tuple[str, Path]:
 def wait_for_namespace_gone(max_seconds: float) -> None:
     deadline = time.monotonic() + max_seconds
     while time.monotonic() < deadline:
-        if not kubectl("get", "namespace", NAMESPACE, "--ignore-not-found", "-o", "name"):
+        if not any(
+            kubectl("get", "namespace", ns, "--ignore-not-found", "-o", "name") for ns in NAMESPACES
+        ):
             return
         time.sleep(2)
-    raise SystemExit(f"namespace {NAMESPACE} still terminating after {max_seconds:.0f} s")
+    raise SystemExit(f"namespaces {NAMESPACES} still terminating after {max_seconds:.0f} s")
 
 
 def set_up_queues() -> None:
-    phase = kubectl(
-        "get", "namespace", NAMESPACE, "--ignore-not-found", "-o", "jsonpath={.status.phase}"
-    )
-    if phase == "Terminating":
+    phases = [
+        kubectl("get", "namespace", ns, "--ignore-not-found", "-o", "jsonpath={.status.phase}")
+        for ns in NAMESPACES
+    ]
+    if "Terminating" in phases:
         print(f"waiting for the previous {NAMESPACE} namespace to go", flush=True)
         wait_for_namespace_gone(600)
     kubectl("apply", "-f", "-", stdin=QUEUES)
 
 
 async def count_workloads(http: httpx.AsyncClient) -> int:
-    count, cont = 0, ""
-    while True:
-        params = {"limit": "500", **({"continue": cont} if cont else {})}
-        response = await http.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads", params=params)
-        response.raise_for_status()
-        body = response.json()
-        count += len(body["items"])
-        cont = body["metadata"].get("continue") or ""
-        if not cont:
-            return count
+    """The numbered Workloads of both namespaces (the probes not counted)."""
+    count = 0
+    for namespace in NAMESPACES:
+        cont = ""
+        while True:
+            params = {"limit": "500", **({"continue": cont} if cont else {})}
+            response = await http.get(f"{KUEUE}/namespaces/{namespace}/workloads", params=params)
+            response.raise_for_status()
+            body = response.json()
+            count += sum(1 for i in body["items"] if i["metadata"]["name"] not in PROBES)
+            cont = body["metadata"].get("continue") or ""
+            if not cont:
+                break
+    return count
 
 
 async def create_workloads(target: int, concurrency: int) -> None:
@@ -254,8 +309,14 @@ async def create_workloads(target: int, concurrency: int) -> None:
         base_url=url, headers=headers, verify=str(ca), timeout=60, limits=limits
     ) as http:
         have = await count_workloads(http)
+        for probe, priority in PROBES.items():
+            response = await http.post(
+                f"{KUEUE}/namespaces/{NAMESPACE}/workloads", json=workload(0, probe, priority)
+            )
+            if response.status_code not in (201, 409):
+                raise SystemExit(f"probe {probe}: {response.status_code} {response.text[:200]}")
         if have >= target:
-            print(f"{have} Workloads already in {NAMESPACE}", flush=True)
+            print(f"{have} Workloads already in {', '.join(NAMESPACES)}", flush=True)
             return
         todo = iter(range(have, target))
         done = failed = 0
@@ -266,7 +327,7 @@ async def create_workloads(target: int, concurrency: int) -> None:
             nonlocal done, failed, last_print
             for index in todo:
                 response = await http.post(
-                    f"{KUEUE}/namespaces/{NAMESPACE}/workloads", json=workload(index)
+                    f"{KUEUE}/namespaces/{namespace_of(index)}/workloads", json=workload(index)
                 )
                 if response.status_code in (201, 409):
                     done += 1
@@ -304,15 +365,16 @@ def wait_until_kueue_counts(target: int, max_seconds: float) -> None:
             "get", "clusterqueue", CLUSTER_QUEUE, "-o", "jsonpath={.status.pendingWorkloads}"
         )
         pending = int(status or -1)
-        if pending >= target:
+        if pending >= target + len(PROBES):
             return
         time.sleep(2)
     print(f"  (Kueue counts {pending} pending of {target} after {max_seconds:.0f} s; going on)")
 
 
 def clean_up() -> None:
-    print(f"cleaning up: deleting namespace {NAMESPACE} and ClusterQueue {CLUSTER_QUEUE}")
-    kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false", check=False)
+    print(f"cleaning up: deleting namespaces {NAMESPACES} and ClusterQueue {CLUSTER_QUEUE}")
+    for namespace in NAMESPACES:
+        kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false", check=False)
     kubectl(
         "delete", "clusterqueue", CLUSTER_QUEUE, "--ignore-not-found", "--wait=false", check=False
     )
@@ -441,6 +503,32 @@ def measure_ideal(n: int) -> Figures:
     )
 
 
+def print_positions(http: httpx.Client) -> None:
+    """What each position query answered (once more, as viewer): a pending probe must never be
+    ABSENT."""
+    headers = {"Authorization": f"Bearer {token('viewer')}"}
+    for query in POSITION_QUERIES:
+        body = http.post(
+            "/graphql", json={"query": query.text, "variables": query.variables}, headers=headers
+        ).json()
+        d = (body.get("data") or {}).get("diagnose") or {}
+        position = d.get("queuePosition") or {}
+        ahead = d.get("aheadOfMe")
+        said = (
+            f"{position.get('visibility')} positionInClusterQueue="
+            f"{position.get('positionInClusterQueue')} "
+            f"positionBeyond={position.get('positionBeyond')}"
+        )
+        if ahead is not None:
+            said += f" aheadOfMe.inClusterQueue={ahead.get('inClusterQueue')}"
+        if body.get("errors"):
+            said += f" errors: {body['errors'][0].get('message')}"
+        flag = (
+            "   <-- ABSENT for a pending Workload" if position.get("visibility") == "ABSENT" else ""
+        )
+        print(f"  answered {query.label:40} {said}{flag}")
+
+
 def load_average() -> str:
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
@@ -555,6 +643,7 @@ def measure_cache(with_flag: bool, n: int) -> dict[str, Any]:
         ideal = measure_ideal(n)
         results[label][IDEAL] = ideal
         print(row(IDEAL, ideal))
+        print_positions(targets[0][1])
         for variant, by_query in results.items():
             rss_ready, rss, peak = by_query["rss"]
             print(
@@ -592,6 +681,7 @@ def measure_mode(read_mode: str, with_flag: bool, n: int, max_seconds: float) ->
         ideal = measure_ideal(n)
         results[IDEAL] = ideal
         print(row(IDEAL, ideal))
+        print_positions(http)
         rss, peak = rss_kib(process.pid)
         results["rss"] = (rss_ready, rss, peak)
         print(
@@ -619,16 +709,29 @@ def print_ratios(read_mode: str, small: int, large: int, figures: dict[int, Any]
             f"   p50 / floor's x{ratio / floor:5.2f}"
         )
     print(f"  {'server RSS after the queries':48} x{b['rss'][1] / a['rss'][1]:5.2f}")
-    lists = [q.label for q in QUERIES if q.label != FLOOR and not q.label.startswith("admission")]
-    worst = max(lists, key=lambda label: b[label].p50 / a[label].p50)
+    positions = [q.label for q in POSITION_QUERIES]
+    lists = [
+        q.label
+        for q in QUERIES
+        if q.label != FLOOR and not q.label.startswith("admission") and q.label not in positions
+    ]
+    if lists:
+        worst = max(lists, key=lambda label: b[label].p50 / a[label].p50)
+        print(
+            f"  largest list-query p50 ratio: x{b[worst].p50 / a[worst].p50:.2f} ({worst.strip()}; "
+            f"issue 7 asks <= 1.5 in cache mode); load average now {load_average()}"
+        )
+    worst = max(positions, key=lambda label: b[label].p50 / a[label].p50)
     print(
-        f"  largest list-query p50 ratio: x{b[worst].p50 / a[worst].p50:.2f} ({worst.strip()}; "
-        f"issue 7 asks <= 1.5 in cache mode); load average now {load_average()}"
+        f"  largest position-query p50 ratio: x{b[worst].p50 / a[worst].p50:.2f} ({worst}; "
+        f"issue 26 asks <= 1.5 in cache mode); load average now {load_average()}"
     )
 
 
 def run(args: argparse.Namespace) -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    if args.only_positions:
+        QUERIES[:] = [q for q in QUERIES if q.label == FLOOR] + POSITION_QUERIES
     modes = [m.strip() for m in args.read_mode.split(",") if m.strip()]
     has_flag = serve_supports_read_mode()
     if not has_flag and any(m != "impersonate" for m in modes):
@@ -644,7 +747,11 @@ def run(args: argparse.Namespace) -> None:
     set_up_queues()
     results: dict[str, dict[int, Any]] = {m: {} for m in modes}
     for size in sizes:
-        print(f"\n== {size} pending Workloads in {NAMESPACE} ==", flush=True)
+        print(
+            f"\n== {size} pending Workloads in {CLUSTER_QUEUE} (half of them in "
+            f"{OTHER_NAMESPACE}'s same-named LocalQueue) + 2 probes in {NAMESPACE} ==",
+            flush=True,
+        )
         asyncio.run(create_workloads(size, args.concurrency))
         wait_until_kueue_counts(size, 300)
         for mode in modes:
@@ -679,6 +786,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent creates")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="cap per query loop")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument(
+        "--only-positions",
+        action="store_true",
+        help="measure only the floor and the diagnose/aheadOfMe position queries",
+    )
     args = parser.parse_args()
     if not (STATE / "env").is_file():
         raise SystemExit("no control plane: start it with `make cluster-up` (or `make demo`)")

@@ -17,7 +17,6 @@ from decimal import Decimal
 from typing import Any
 
 from kueue_graphql.diagnosis.context import Context
-from kueue_graphql.diagnosis.position import HEAD_OF_CLUSTER_QUEUE_KEY
 from kueue_graphql.kueue.exact import ARITHMETIC, ZERO, format_quantity
 from kueue_graphql.kueue.model import (
     KubeObject,
@@ -30,6 +29,7 @@ from kueue_graphql.kueue.model import (
     known,
 )
 from kueue_graphql.kueue.objects import mapping, text
+from kueue_graphql.kueue.pending_entry import HEAD_OF_CLUSTER_QUEUE_KEY
 from kueue_graphql.kueue.vocabulary import KUEUE_API, Code
 
 __all__ = ["STRICT_FIFO", "behind_queue_head", "quota_verdict_text", "requeue_state"]

@@ -112,6 +112,9 @@ class QueuePosition:
     position_in_local_queue: int | None = None
     priority: int | None = None
     detail: str = ""
+    position_beyond: int | None = None
+    """Set (with both positions None) when the Workload is pending behind more than this many
+    entries of the LocalQueue's pending list, the most read for one position."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from kueue_graphql.diagnosis.model import (
     QueuePosition,
     Stage,
 )
-from kueue_graphql.diagnosis.position import FOREIGN_ENTRIES_KEY
 from kueue_graphql.diagnosis.remedies import commands_for, next_steps_for
 from kueue_graphql.kueue.model import (
     Absent,
@@ -38,6 +37,7 @@ from kueue_graphql.kueue.objects import (
     ref,
     uid,
 )
+from kueue_graphql.kueue.pending_entry import FOREIGN_ENTRIES_KEY, POSITION_BEYOND_KEY
 
 __all__ = ["build", "owner_from_workload"]
 
@@ -161,6 +161,16 @@ def _queue_position(ctx: Context, stage: Stage) -> QueuePosition:
         value = raw.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    beyond = _int(POSITION_BEYOND_KEY)
+    if beyond is not None:
+        return QueuePosition(
+            visibility=Visibility.AVAILABLE,
+            position_beyond=beyond,
+            detail=f"position beyond {beyond}: pending, behind more than the first {beyond} "
+            "entries of the LocalQueue's pending list, the most read for one position (Kueue's "
+            "list also counts same-named LocalQueues of other namespaces, kueue#10575); the "
+            "`cache` read mode gives every position",
+        )
     foreign = _int(FOREIGN_ENTRIES_KEY) or 0
     detail = ""
     if foreign:

@@ -253,13 +253,23 @@ class PodDiagnosis:
     reasons: list[DiagnosisReason]
 
 
-@strawberry.type(description="Position among pending Workloads, from Kueue's visibility API.")
+@strawberry.type(
+    description="Position among pending Workloads (0 = next): from Kueue's visibility API in "
+    "the `impersonate` read mode, from the cache's copy of Kueue's queue order in `cache` mode."
+)
 class QueuePositionDiagnosis:
     visibility: dx.Visibility
     position_in_cluster_queue: int | None
     position_in_local_queue: int | None
     priority: int | None
     detail: str
+    position_beyond: int | None = strawberry.field(
+        default=None,
+        description="Set when the Workload is pending but further back than the entries read "
+        "for one position (20,000 of the LocalQueue's pending list, `impersonate` mode): its "
+        "position is beyond this number, and both positions are null. Never set in `cache` "
+        "mode.",
+    )
 
 
 @strawberry.type(description="One row of the Workload's status.schedulingStats.evictions.")
@@ -441,6 +451,7 @@ class Diagnosis(Node):
             position_in_local_queue=p.position_in_local_queue,
             priority=p.priority,
             detail=p.detail,
+            position_beyond=p.position_beyond,
         )
 
     @field(

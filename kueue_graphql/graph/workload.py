@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
-from kueue_graphql.diagnosis.position import own_entry
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     JSON,
@@ -251,16 +250,18 @@ class Workload(KubeObject):
         ]
 
     @field(
-        description="Position among pending Workloads (0 = next). Null when not pending, or "
-        "when Kueue's visibility API is unavailable or not permitted."
+        description="Position among pending Workloads (0 = next). Null when not pending, "
+        "when Kueue's visibility API is unavailable or not permitted, or (`impersonate` mode) "
+        "when the Workload is further back than the 20,000 entries read for one position "
+        "(`diagnose` then says `positionBeyond`)."
     )
     async def queue_position(self, info: Info) -> QueuePosition | None:
         obj = await self.obj(info)
         queue_name = spec(obj).get("queueName")
         if not queue_name or self.ref_namespace is None or workload_status(obj) != "pending":
             return None
-        pending = await reads(info).pending_in_local_queue(self.ref_namespace, queue_name)
-        found = own_entry(pending or [], self.ref_namespace, self.ref_name)
+        read = await reads(info).pending_read(self.ref_namespace, queue_name, self.ref_name)
+        found = read.own
         if found is None:
             return None
         return QueuePosition(

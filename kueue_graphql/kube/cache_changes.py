@@ -165,9 +165,8 @@ class _CacheChange:
                 cluster_queue = source.cluster_queue_of_position(key)
                 if cluster_queue is not None:
                     keys.add(cluster_queue_positions(cluster_queue))
-                # Also read again at the re-check: Kueue's visibility API may answer the
-                # recompute a change wakes before Kueue's own queue has taken that change in.
-                unseen.add(key)
+                # Not read again at the re-check: in this mode positions come from the same
+                # store whose change wakes the recompute (lookups/queue_positions.py).
             elif source.sees(key.resource):
                 keys.add(key)
             else:

@@ -18,7 +18,7 @@ from kueue_graphql.core.errors import UnavailableError
 from kueue_graphql.kube.client import KubeClient
 from kueue_graphql.kube.reflector import Reflector, ReflectorSettings
 from kueue_graphql.kube.resources import Resource
-from kueue_graphql.kube.store import Indexer, IndexFunc
+from kueue_graphql.kube.store import Indexer, IndexFunc, OrderFunc
 
 
 class SharedInformerFactory:
@@ -29,10 +29,14 @@ class SharedInformerFactory:
         client: KubeClient | None,
         indexes: Mapping[Resource, IndexFunc | None],
         settings: ReflectorSettings | None = None,
+        orders: Mapping[Resource, OrderFunc] | None = None,
     ) -> None:
         self.client = client
         self.settings = settings
-        self.stores = {resource: Indexer(resource, index) for resource, index in indexes.items()}
+        self.stores = {
+            resource: Indexer(resource, index, (orders or {}).get(resource))
+            for resource, index in indexes.items()
+        }
         self.reflectors: dict[Resource, Reflector] = {}
 
     def start(self) -> None:

@@ -26,8 +26,10 @@ from kueue_graphql.kube.client import (
     KubeClient,
     read_error,
 )
+from kueue_graphql.kube.pending_pages import pending_pages
 from kueue_graphql.kube.resources import EVENT, VISIBILITY_LOCAL_QUEUE, Resource
 from kueue_graphql.kueue.objects import metadata
+from kueue_graphql.kueue.pending_entry import OwnEntry, own_entry
 
 # Kubernetes paginates big lists; this page size keeps single responses bounded.
 _LIST_PAGE = 500
@@ -36,23 +38,22 @@ _LIST_PAGE = 500
 _EVENTS_PER_NAMESPACE_BATCH = 3
 
 
-# Kueue's visibility API: page size and the most pages read for one LocalQueue (10,000 items).
-_PENDING_PAGE = 500
-_PENDING_MAX_PAGES = 20
-
-
 @dataclass(frozen=True)
 class PendingRead:
-    """What the visibility API answered for one LocalQueue's pending workloads."""
+    """What the visibility API answered for one Workload's entry in its LocalQueue's pending
+    list (kube/pending_pages.py: read only as far as that entry)."""
 
     items: tuple[JsonObject, ...]
+    """The entries read, in queue order, up to and including the Workload's own."""
+    own: OwnEntry | None = None
+    """The Workload's own entry, None when it was not found (see `beyond`)."""
     forbidden: bool = False
     absent: bool = False
     """The visibility API is not served (404)."""
     failure: str | None = None
     """The API answered with an error (e.g. Kueue's visibility server failed, HTTP 500)."""
-    truncated: bool = False
-    """The list is longer than the pages read."""
+    beyond: int | None = None
+    """Not among the first `beyond` entries (the bound read; the list goes on)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class RequestReads:
         self._decisions: dict[Access, bool] = {}
         self._objects = DataLoader[ObjectKey, JsonObject](load_fn=self._load_objects)
         self._lists = DataLoader[ListKey, list[JsonObject]](load_fn=self._load_lists)
-        self._pending = DataLoader[tuple[str, str], PendingRead](load_fn=self._load_pending)
+        self._pending = DataLoader[tuple[str, str, str], PendingRead](load_fn=self._load_pending)
         self._events = DataLoader[tuple[str | None, str], list[JsonObject]](
             load_fn=self._load_events
         )
@@ -267,27 +268,22 @@ class RequestReads:
 
     # -- queue order (visibility API) ----------------------------------------------------------
 
-    async def pending_in_local_queue(
-        self, namespace: str, local_queue: str
-    ) -> list[JsonObject] | None:
-        """Kueue's pending workloads of a LocalQueue in queue order, or None when the
-        visibility API is absent, unreachable or forbidden: it is an extra, never a failure."""
-        read = await self._pending.load((namespace, local_queue))
-        return (
-            None if read.failure is not None or read.forbidden or read.absent else list(read.items)
-        )
+    async def pending_read(
+        self, namespace: str, local_queue: str, name: str, *, ahead: bool = False
+    ) -> PendingRead:
+        """Workload `name`'s entry in Kueue's pending list of its LocalQueue, with the entries
+        ahead of it (`ahead` is for the cache reader: these reads always have them)."""
+        return await self._pending.load((namespace, local_queue, name))
 
-    async def pending_read(self, namespace: str, local_queue: str) -> PendingRead:
-        """The same list with what went wrong, when something did (see PendingRead)."""
-        return await self._pending.load((namespace, local_queue))
-
-    async def _load_pending(self, keys: list[tuple[str, str]]) -> list[PendingRead | BaseException]:
-        results = await asyncio.gather(*(self._fetch_pending(ns, lq) for ns, lq in keys))
+    async def _load_pending(
+        self, keys: list[tuple[str, str, str]]
+    ) -> list[PendingRead | BaseException]:
+        results = await asyncio.gather(*(self._fetch_pending(*key) for key in keys))
         return list(results)
 
-    async def _fetch_pending(self, namespace: str, local_queue: str) -> PendingRead:
-        """Every page (limit/offset) up to the list's end, at most _PENDING_MAX_PAGES pages:
-        Kueue answers at most 1,000 items when asked without a limit."""
+    async def _fetch_pending(self, namespace: str, local_queue: str, name: str) -> PendingRead:
+        """Pages (limit/offset, kube/pending_pages.py) until the entry of `name`, the end of
+        the list or the bound."""
         access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, local_queue, "pendingworkloads")
         items: list[JsonObject] = []
         try:
@@ -295,19 +291,26 @@ class RequestReads:
             check_name(local_queue)
             if not await self.may(access):
                 return PendingRead((), forbidden=True)
-            for page in range(_PENDING_MAX_PAGES):
+            for offset, limit in pending_pages():
                 summary = await self.client.request_json(
                     "GET",
                     VISIBILITY_LOCAL_QUEUE.path(namespace, local_queue) + "/pendingworkloads",
                     meter=self.meter,
-                    query=(("limit", str(_PENDING_PAGE)), ("offset", str(page * _PENDING_PAGE))),
+                    query=(("limit", str(limit)), ("offset", str(offset))),
                     as_identity=await self._as(),
                 )
                 batch = list(summary.get("items") or [])
                 items.extend(batch)
-                if len(batch) < _PENDING_PAGE:
+                # The whole list is looked through (for the entries ahead) once the entry is in.
+                found = None
+                if own_entry(batch, namespace, name) is not None:
+                    found = own_entry(items, namespace, name)
+                if found is not None:
+                    at = next(i for i, item in enumerate(items) if item is found.item)
+                    return PendingRead(tuple(items[: at + 1]), own=found)
+                if len(batch) < limit:
                     return PendingRead(tuple(items))
-            return PendingRead(tuple(items), truncated=True)
+            return PendingRead(tuple(items), beyond=len(items))
         except ApiStatusError as error:
             if error.status == 403:
                 return PendingRead((), forbidden=True)

@@ -12,6 +12,9 @@ client-go's Replace) and `apply` (one watch event: Add, Update or Delete). A sto
   (bisect), so one page after a cursor is O(log n + page) and a count is O(1). The index keys
   of an object come from the kind's IndexFunc (Kueue's: lookups/cache_indexes.py); the first
   element of a key names its index, as an index name does in client-go's Indexers.
+- ordered postings (no client-go counterpart): for each key an OrderFunc gives, the matching
+  objects sorted by a key of the kind's own (e.g. Kueue's queue order of pending Workloads),
+  kept sorted on every change the same way, so an object's rank is one bisect, O(log n).
 
 `replace` builds a complete new state and swaps it in with one assignment: a reader sees the
 old state or the new one, never a half-built one. `apply` changes the live state synchronously
@@ -28,6 +31,7 @@ import itertools
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.paging import OrderKey, Page, PageRequest, object_order_key
@@ -42,6 +46,11 @@ ALL: PostingKey = ("all",)
 
 # An object's index keys (besides ALL and its namespace's, which every store keeps).
 IndexFunc = Callable[[JsonObject], list[PostingKey]]
+# An object's ordered index keys, each with the key it sorts by in that posting (comparable
+# with every other object's; ties are broken by storage key).
+SortKey = tuple[Any, ...]
+OrderFunc = Callable[[JsonObject], list[tuple[PostingKey, SortKey]]]
+OrderedEntry = tuple[SortKey, OrderKey]
 
 
 def namespace_key(namespace: str | None) -> PostingKey:
@@ -74,6 +83,10 @@ def _no_keys(obj: JsonObject) -> list[PostingKey]:
     return []
 
 
+def _no_order(obj: JsonObject) -> list[tuple[PostingKey, SortKey]]:
+    return []
+
+
 # -- the store -------------------------------------------------------------------------------
 
 
@@ -84,15 +97,22 @@ class StoreState:
     objects: dict[OrderKey, JsonObject] = field(default_factory=dict)
     postings: dict[PostingKey, list[OrderKey]] = field(default_factory=dict)
     keys_of: dict[OrderKey, tuple[PostingKey, ...]] = field(default_factory=dict)
+    ordered: dict[PostingKey, list[OrderedEntry]] = field(default_factory=dict)
+    ordered_of: dict[OrderKey, tuple[tuple[PostingKey, OrderedEntry], ...]] = field(
+        default_factory=dict
+    )
     resource_version: str = ""
 
 
 class Indexer:
     """The objects of one kind, indexed by `index` (see the module docstring)."""
 
-    def __init__(self, resource: Resource, index: IndexFunc | None = None) -> None:
+    def __init__(
+        self, resource: Resource, index: IndexFunc | None = None, order: OrderFunc | None = None
+    ) -> None:
         self.resource = resource
         self._keys = index or _no_keys
+        self._order = order or _no_order
         self._state: StoreState | None = None
         # time.monotonic() of the last word from the API server (list, event or bookmark).
         self.heard_at: float | None = None
@@ -142,6 +162,11 @@ class Indexer:
             return None
         return max(0.0, (time.monotonic() if now is None else now) - self.heard_at)
 
+    def _ordered_keys(
+        self, obj: JsonObject, key: OrderKey
+    ) -> tuple[tuple[PostingKey, OrderedEntry], ...]:
+        return tuple((index_key, (sort, key)) for index_key, sort in self._order(obj))
+
     def _index_keys(self, obj: JsonObject) -> tuple[PostingKey, ...]:
         meta = metadata(obj)
         keys = [ALL, namespace_key(meta.get("namespace")), *self._keys(obj)]
@@ -159,8 +184,15 @@ class Indexer:
             state.keys_of[key] = index_keys
             for index_key in index_keys:
                 postings.setdefault(index_key, []).append(key)
+            ordered = self._ordered_keys(obj, key)
+            if ordered:
+                state.ordered_of[key] = ordered
+                for index_key, entry in ordered:
+                    state.ordered.setdefault(index_key, []).append(entry)
         for keys in postings.values():
             keys.sort()
+        for entries in state.ordered.values():
+            entries.sort()
         state.postings = postings
         self._state = state
         self.heard_at = time.monotonic()
@@ -185,6 +217,11 @@ class Indexer:
             state.keys_of[key] = index_keys
             for index_key in index_keys:
                 bisect.insort(state.postings.setdefault(index_key, []), key)
+            ordered = self._ordered_keys(obj, key)
+            if ordered:
+                state.ordered_of[key] = ordered
+                for index_key, entry in ordered:
+                    bisect.insort(state.ordered.setdefault(index_key, []), entry)
         self._tell(obj)
 
     def size(self) -> int:
@@ -209,6 +246,15 @@ class Indexer:
                 del keys[at]
             if not keys:
                 del state.postings[index_key]
+        for index_key, entry in state.ordered_of.pop(key, ()):
+            entries = state.ordered.get(index_key)
+            if entries is None:
+                continue
+            at = bisect.bisect_left(entries, entry)
+            if at < len(entries) and entries[at] == entry:
+                del entries[at]
+            if not entries:
+                del state.ordered[index_key]
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -226,6 +272,11 @@ class Indexer:
     def keys_with(self, prefix: str) -> list[PostingKey]:
         """The index keys of one index that have objects (e.g. every cohort a queue names)."""
         return [k for k, keys in self.state().postings.items() if k[0] == prefix and keys]
+
+    def ordered(self, index_key: PostingKey) -> Sequence[OrderedEntry]:
+        """The ordered posting of `index_key`, (sort key, storage key) ascending; read it,
+        never change it (bisect it for a rank: O(log n))."""
+        return self.state().ordered.get(index_key, ())
 
     def items(self, index_key: PostingKey) -> list[JsonObject]:
         state = self.state()

@@ -17,9 +17,18 @@ from kueue_graphql.kube.resources import (
     WORKLOAD_PRIORITY_CLASS,
     Resource,
 )
-from kueue_graphql.kube.store import ANY, Indexer, IndexFunc, PostingKey, combinations
+from kueue_graphql.kube.store import (
+    ANY,
+    Indexer,
+    IndexFunc,
+    OrderFunc,
+    PostingKey,
+    SortKey,
+    combinations,
+)
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import metadata, spec
+from kueue_graphql.kueue.queue_order import in_queue, queue_order
 from kueue_graphql.lookups.selection import admitted_cluster_queue, flavor_names
 
 
@@ -44,6 +53,22 @@ def workload_keys(obj: JsonObject) -> list[PostingKey]:
             ("owner-name", namespace, str(ref.get("kind", "")).lower(), str(ref.get("name", "")))
         )
     return keys
+
+
+QUEUE_ORDER = "queue"
+
+
+def queue_order_key(namespace: str, local_queue: str) -> PostingKey:
+    """The ordered posting of one LocalQueue's Workloads in Kueue's queue, in Kueue's order
+    (kueue/queue_order.py); a ClusterQueue's queue is the merge of its LocalQueues'."""
+    return (QUEUE_ORDER, namespace, local_queue)
+
+
+def workload_queue_order(obj: JsonObject) -> list[tuple[PostingKey, SortKey]]:
+    if not in_queue(obj):
+        return []
+    key = queue_order_key(str(metadata(obj).get("namespace") or ""), str(spec(obj)["queueName"]))
+    return [(key, queue_order(obj))]
 
 
 def local_queue_keys(obj: JsonObject) -> list[PostingKey]:
@@ -74,17 +99,18 @@ INDEXES: dict[Resource, IndexFunc | None] = {
     WORKLOAD_PRIORITY_CLASS: None,
     TOPOLOGY: None,
 }
+ORDERS: dict[Resource, OrderFunc] = {WORKLOAD: workload_queue_order}
 # The kinds the cache holds (every other kind is read per request as the caller).
 CACHED_KINDS = tuple(INDEXES)
 
 
 def kueue_store(resource: Resource) -> Indexer:
     """An empty store of `resource` with its Kueue indexes (none for an unindexed kind)."""
-    return Indexer(resource, INDEXES.get(resource))
+    return Indexer(resource, INDEXES.get(resource), ORDERS.get(resource))
 
 
 def kueue_cache(
     client: KubeClient | None, settings: ReflectorSettings | None = None
 ) -> SharedInformerFactory:
     """The cache of every Kueue kind, indexed; `start()` it (a client-less one is fed by hand)."""
-    return SharedInformerFactory(client, INDEXES, settings)
+    return SharedInformerFactory(client, INDEXES, settings, ORDERS)

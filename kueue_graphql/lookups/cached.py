@@ -20,7 +20,6 @@ store. `CacheReader` is per request and implements `KueueReader`:
 from __future__ import annotations
 
 import asyncio
-import heapq
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -40,14 +39,17 @@ from kueue_graphql.kube.resources import (
     LOCAL_QUEUE,
     OWNER_KINDS,
     POD,
+    VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
     Resource,
     canonical_kind,
 )
 from kueue_graphql.kube.store import ALL, ANY, Indexer, PostingKey, namespace_key
-from kueue_graphql.kueue.objects import JOB_UID_LABEL, items, labels, metadata, spec
+from kueue_graphql.kueue.objects import JOB_UID_LABEL, labels, metadata
+from kueue_graphql.kueue.queue_order import queue_order
 from kueue_graphql.lookups.apiserver import ApiServerReader
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
+from kueue_graphql.lookups.queue_positions import cached_pending_read, first_in_cluster_queue
 from kueue_graphql.lookups.reader import NO_OWNER_READS, OwnerReads
 from kueue_graphql.lookups.selection import (
     CONTROLLER_UID_LABEL,
@@ -189,13 +191,21 @@ class CacheReader:
 
     # -- per request, as the caller ------------------------------------------------------------
 
-    async def pending_in_local_queue(
-        self, namespace: str, local_queue: str
-    ) -> list[JsonObject] | None:
-        return await self.direct.pending_in_local_queue(namespace, local_queue)
-
-    async def pending_read(self, namespace: str, local_queue: str) -> PendingRead:
-        return await self.direct.pending_read(namespace, local_queue)
+    async def pending_read(
+        self, namespace: str, local_queue: str, name: str, *, ahead: bool = False
+    ) -> PendingRead:
+        """From the stores' Kueue order (lookups/queue_positions.py), under the access the
+        visibility API needs: O(log n), however long the queue, and no API call."""
+        workloads, queues = self._store(WORKLOAD), self._store(LOCAL_QUEUE)
+        if workloads is None or queues is None:
+            return await self.direct.pending_read(namespace, local_queue, name, ahead=ahead)
+        check_namespace(namespace)
+        check_name(local_queue)
+        check_name(name)
+        access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, local_queue, "pendingworkloads")
+        if not await self.direct.may(access):
+            return PendingRead((), forbidden=True)
+        return cached_pending_read(workloads, queues, namespace, local_queue, name, ahead=ahead)
 
     async def events_for(self, obj: JsonObject) -> list[JsonObject]:
         return await self.direct.events_for(obj)
@@ -386,24 +396,6 @@ class CacheReader:
         return sorted(names)
 
 
-def _queue_order(workload: JsonObject) -> tuple[int, str]:
-    """Kueue v0.17's order of a ClusterQueue's pending Workloads (diagnosis/ahead.py): priority,
-    higher first, then the queue timestamp: the eviction time of a Workload evicted and
-    requeued (`requeuingTimestamp: Eviction`, the default), else its creation time."""
-    priority = spec(workload).get("priority")
-    conditions = items(workload, "status", "conditions")
-    evicted = next(
-        (
-            c.get("lastTransitionTime")
-            for c in conditions
-            if c.get("type") == "Evicted" and c.get("status") == "True"
-        ),
-        None,
-    )
-    stamp = evicted or metadata(workload).get("creationTimestamp") or ""
-    return -(priority if isinstance(priority, int) else 0), str(stamp)
-
-
 class CachedQuotaReads:
     """The disclosure policy's QuotaSource in the `cache` read mode: ClusterQueues, Cohorts,
     ResourceFlavors and WorkloadPriorityClasses from the cache's watch-fed stores (read under
@@ -441,26 +433,16 @@ class CachedQuotaReads:
         """The first `limit` of the ClusterQueue's pending Workloads (active, in one of its
         LocalQueues, no quota reserved) in Kueue's queue order, shaped as the visibility API's
         entries: priority, creationTimestamp, positionInClusterQueue (no name is passed on).
-        O(n log limit) in the ClusterQueue's pending Workloads."""
+        O(limit log k) for k LocalQueues (the stores keep each LocalQueue's queue ordered)."""
         check_name(name)
         workloads, queues = self._cache.store_for(WORKLOAD), self._cache.store_for(LOCAL_QUEUE)
         if workloads is None or queues is None:
             return await self._fallback.cluster_queue_pending(name, limit)
-        pending: list[JsonObject] = []
-        for queue in queues.items(("lq", ANY, name)):
-            key = (
-                "wl",
-                metadata(queue).get("namespace"),
-                metadata(queue).get("name"),
-                "",
-                "pending",
-            )
-            pending += [w for w in workloads.items(key) if spec(w).get("active") is not False]
-        first = heapq.nsmallest(max(1, limit), pending, key=_queue_order)
+        first = first_in_cluster_queue(workloads, queues, name, max(1, limit))
         return [
             {
                 "metadata": {"creationTimestamp": metadata(w).get("creationTimestamp")},
-                "priority": -_queue_order(w)[0],
+                "priority": queue_order(w)[0] * -1,
                 "positionInClusterQueue": position,
             }
             for position, w in enumerate(first)

@@ -14,11 +14,6 @@ from typing import Any, TypeVar
 from kueue_graphql import diagnosis as dx
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.diagnosis.evidence import preemptor_uid
-from kueue_graphql.diagnosis.position import (
-    FOREIGN_ENTRIES_KEY,
-    HEAD_OF_CLUSTER_QUEUE_KEY,
-    own_entry,
-)
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import (
@@ -35,6 +30,11 @@ from kueue_graphql.kube.resources import (
 )
 from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.objects import dig, metadata, spec, status
+from kueue_graphql.kueue.pending_entry import (
+    FOREIGN_ENTRIES_KEY,
+    HEAD_OF_CLUSTER_QUEUE_KEY,
+    POSITION_BEYOND_KEY,
+)
 from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import KueueReader
 
@@ -112,17 +112,19 @@ async def _queue_position(
     access = Access("get", VISIBILITY_LOCAL_QUEUE, namespace, queue, "pendingworkloads")
     if not await reader.may(access):
         return dx.Forbidden(f"may not get localqueues/pendingworkloads {namespace}/{queue}")
-    read = await reader.pending_read(namespace, queue)
+    name = str(metadata(workload).get("name") or "")
+    read = await reader.pending_read(namespace, queue, name)
     if read.forbidden:
         return dx.Forbidden(f"may not get localqueues/pendingworkloads {namespace}/{queue}")
     if read.absent:
         return dx.Absent("Kueue's visibility API is not served")
-    found = own_entry(read.items, namespace, str(metadata(workload).get("name") or ""))
+    found = read.own
     if found is None and read.failure is not None:
         return dx.Failed(read.failure)
+    if found is None and read.beyond is not None:
+        # Pending (no quota reserved), just further back than the entries read.
+        return {POSITION_BEYOND_KEY: read.beyond}
     if found is None:
-        if read.truncated:
-            return dx.Absent(f"not among the first {len(read.items)} pending Workloads read")
         return dx.Absent("not in the LocalQueue's pending list")
     entry = dict(found.item)
     if found.head_of_cluster_queue:

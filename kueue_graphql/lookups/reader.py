@@ -83,12 +83,12 @@ class KueueReader(Protocol):
         """One page of `list_objects` (page None: all of it)."""
         ...
 
-    async def pending_in_local_queue(
-        self, namespace: str, local_queue: str
-    ) -> list[JsonObject] | None: ...
-
-    async def pending_read(self, namespace: str, local_queue: str) -> PendingRead:
-        """The pending list with what went wrong, when something did (paged, bounded)."""
+    async def pending_read(
+        self, namespace: str, local_queue: str, name: str, *, ahead: bool = False
+    ) -> PendingRead:
+        """Workload `name`'s entry in Kueue's pending list of its LocalQueue (`own`), as far as
+        that entry, with what went wrong when something did. `items` holds at least the
+        entries of its own namespace ahead of it when `ahead` is asked for."""
         ...
 
     async def events_for(self, obj: JsonObject) -> list[JsonObject]: ...

@@ -67,7 +67,10 @@ def _entries(read: PendingRead) -> object:
         read.forbidden,
         read.absent,
         read.failure,
-        read.truncated,
+        read.beyond,
+        None
+        if read.own is None
+        else (read.own.position_in_local_queue, read.own.item.get("positionInClusterQueue")),
         tuple(
             (
                 metadata(item).get("namespace"),
@@ -194,18 +197,12 @@ class RecordingReader:
             _page_versions,
         )
 
-    async def pending_in_local_queue(
-        self, namespace: str, local_queue: str
-    ) -> list[JsonObject] | None:
-        read = await self.pending_read(namespace, local_queue)
-        return (
-            None if read.failure is not None or read.forbidden or read.absent else list(read.items)
-        )
-
-    async def pending_read(self, namespace: str, local_queue: str) -> PendingRead:
+    async def pending_read(
+        self, namespace: str, local_queue: str, name: str, *, ahead: bool = False
+    ) -> PendingRead:
         return await self._read(
             position_key(namespace, local_queue),
-            lambda r: r.pending_read(namespace, local_queue),
+            lambda r: r.pending_read(namespace, local_queue, name, ahead=ahead),
             _entries,
         )
 

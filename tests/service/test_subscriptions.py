@@ -21,6 +21,7 @@ from kueue_graphql.context import LiveLimits
 from kueue_graphql.http import ReadMode
 from kueue_graphql.observe.metrics import REGISTRY
 from tests.cluster.driver import Cluster
+from tests.kueue_objects import pending_workload
 from tests.service.conftest import Server, server_in_mode
 from tests.service.live_client import Subscriber, subscriber
 from tests.teardown import remove, remove_pods
@@ -330,35 +331,7 @@ async def test_another_namespace_is_forbidden_and_nothing_else(
 
 def _pending_workload(namespace: str, name: str, queue: str, priority: int) -> str:
     """A Workload (no Job) that asks for more than its 1-CPU ClusterQueue has: pending."""
-    return json.dumps(
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "Workload",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {
-                "queueName": queue,
-                "priority": priority,
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": 1,
-                        "template": {
-                            "spec": {
-                                "restartPolicy": "Never",
-                                "containers": [
-                                    {
-                                        "name": "main",
-                                        "image": "registry.invalid/kueue-graphql/sleep:never",
-                                        "resources": {"requests": {"cpu": "2"}},
-                                    }
-                                ],
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-    )
+    return json.dumps(pending_workload(namespace, name, queue, priority))
 
 
 def _metric(name: str, **labels: str) -> float:

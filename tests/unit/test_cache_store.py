@@ -382,8 +382,9 @@ async def test_cache_changes_wake_only_on_a_dependency() -> None:
         unseen = sub.depend_on(
             {object_key(WORKLOAD, "team-a", "ours"), position_key("team-a", "lq")}
         )
-        # A position is also read again at the re-check (Kueue's own queue may lag).
-        assert unseen == {position_key("team-a", "lq")}
+        # Positions come from the store that wakes the subscription: nothing to read again
+        # at the re-check.
+        assert unseen == set()
         # Same namespace, another ClusterQueue: nothing.
         unrelated = _pending_workload("team-a", "other", "lq-c", 0, "2026-01-01T00:00:00Z")
         store.apply("ADDED", unrelated, "2")
@@ -429,14 +430,22 @@ async def test_cluster_queue_pending_from_the_cache_in_kueues_queue_order() -> N
     cache.stores[LOCAL_QUEUE].replace(queues, "1")
     inactive = _pending_workload("a", "inactive", "lq", 100, "2026-01-01T00:00:00Z")
     inactive["spec"]["active"] = False
+    # Created first, evicted (PodsReady timeout) and requeued later: ordered by its eviction
+    # time. One preempted keeps its creation time (Kueue's GetQueueOrderTimestamp).
+    requeued = _pending_workload(
+        "a", "requeued", "lq", 0, "2026-01-01T00:00:00Z", Evicted="2026-01-01T00:00:07Z"
+    )
+    requeued["status"]["conditions"][0]["reason"] = "PodsReadyTimeout"
+    preempted = _pending_workload(
+        "b", "preempted", "lq", 0, "2026-01-01T00:00:02Z", Evicted="2026-01-01T00:00:08Z"
+    )
+    preempted["status"]["conditions"][0]["reason"] = "Preempted"
     workloads = [
         _pending_workload("a", "early", "lq", 0, "2026-01-01T00:00:01Z"),
         _pending_workload("b", "high", "lq", 10, "2026-01-01T00:00:05Z"),
         _pending_workload("b", "late", "lq", 0, "2026-01-01T00:00:09Z"),
-        # Created first, evicted and requeued later: ordered by its eviction time.
-        _pending_workload(
-            "a", "requeued", "lq", 0, "2026-01-01T00:00:00Z", Evicted="2026-01-01T00:00:07Z"
-        ),
+        requeued,
+        preempted,
         _pending_workload(
             "a", "admitted", "lq", 50, "2026-01-01T00:00:00Z", QuotaReserved="2026-01-01T00:00:02Z"
         ),
@@ -449,10 +458,11 @@ async def test_cluster_queue_pending_from_the_cache_in_kueues_queue_order() -> N
     assert [(e["priority"], e["metadata"]["creationTimestamp"]) for e in entries] == [
         (10, "2026-01-01T00:00:05Z"),
         (0, "2026-01-01T00:00:01Z"),
+        (0, "2026-01-01T00:00:02Z"),  # preempted at :08, ordered by creation
         (0, "2026-01-01T00:00:00Z"),  # requeued at :07
         (0, "2026-01-01T00:00:09Z"),
     ]
-    assert [e["positionInClusterQueue"] for e in entries] == [0, 1, 2, 3]
+    assert [e["positionInClusterQueue"] for e in entries] == [0, 1, 2, 3, 4]
     assert all("name" not in e["metadata"] for e in entries)
     assert len(await reads.cluster_queue_pending("cq", 2)) == 2
     assert await reads.cluster_queue_pending("none", 5) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kueue_graphql.diagnosis import Absent, DiagnosisInput, Forbidden, diagnose
-from kueue_graphql.diagnosis.position import own_entry
+from kueue_graphql.kueue.pending_entry import own_entry
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "issue21"
 INSUFFICIENT = "insufficient unused quota for cpu in flavor stale-repro-flavor, 2 more needed"

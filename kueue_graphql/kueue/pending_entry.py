@@ -1,4 +1,4 @@
-"""A Workload's own entry in Kueue's pendingworkloads list of its LocalQueue.
+"""A Workload's own entry in Kueue's pendingworkloads list of its LocalQueue (visibility API).
 
 Kueue v0.17's LocalQueue list also holds Workloads of *other* namespaces whose LocalQueue has
 the same name (kueue#10575). An entry is the caller's only when namespace and name both match;
@@ -14,7 +14,13 @@ from typing import Any
 
 from kueue_graphql.kueue.objects import metadata
 
-__all__ = ["FOREIGN_ENTRIES_KEY", "HEAD_OF_CLUSTER_QUEUE_KEY", "OwnEntry", "own_entry"]
+__all__ = [
+    "FOREIGN_ENTRIES_KEY",
+    "HEAD_OF_CLUSTER_QUEUE_KEY",
+    "POSITION_BEYOND_KEY",
+    "OwnEntry",
+    "own_entry",
+]
 
 FOREIGN_ENTRIES_KEY = "foreignEntriesBefore"
 """Added to the entry handed to the diagnosis when Kueue listed other namespaces' entries
@@ -24,6 +30,10 @@ HEAD_OF_CLUSTER_QUEUE_KEY = "headOfClusterQueue"
 """Added to the entry: the name of the Workload at the head of the ClusterQueue's queue
 (positionInClusterQueue 0) when it is one of the Workload's own namespace in the same list,
 i.e. one the caller may read; absent otherwise (the head is then counted, never named)."""
+
+POSITION_BEYOND_KEY = "positionBeyond"
+"""The only key of the entry handed to the diagnosis when the Workload (pending) was not among
+the first N entries read (kube/pending_pages.py): its position is beyond N."""
 
 
 @dataclass(frozen=True)
