@@ -721,8 +721,11 @@ class AgreementObserver:
                 f"quota {quota['visibility']} ({quota.get('detail')}); Kueue names {sorted(named)}"
             ]
         lines = {(ln["flavor"], ln["resource"]): ln for ln in quota["lines"]}
+        earlier = d["summary"].partition(arithmetic.EARLIER)[2]
         out = []
         for flavor, resource, unused in sorted(named):
+            if f"quota for {resource} in flavor {flavor}," in earlier:
+                continue  # reported as Kueue's earlier attempt (arithmetic.py)
             line = lines.get((flavor, resource))
             wanted = "MUST_WAIT" if unused else "NEVER_FITS"
             if line is None:
