@@ -106,7 +106,9 @@ def diagnose_differs(d: Obj, wl: Obj, message: str) -> list[str]:
 def what_if_differs(answer: Obj, kueue_message: str, summary: str) -> list[str]:
     """whatIf (asked before the Workload's creation) against Kueue's figure, where diagnose
     (its `summary`) takes Kueue's as current; and whatIf's own figures against its quota lines."""
-    out = []
+    out: list[str] = []
+    if len(answer.get("podSets") or []) != 1:
+        return out  # Kueue's figure for a later pod set adds what the earlier ones take
     mine = {key: figure for key, figure, _ in kueue_figures(str(answer.get("kueueMessage") or ""))}
     for ps in answer.get("podSets") or []:
         for group in ps.get("resourceGroups") or []:
