@@ -165,10 +165,9 @@ def pending_evidence(
             outdated = outdated_by_usage(r, written, quota, pod_sets)
         if outdated is not None:
             earlier.append(outdated[0])
-            if outdated[1] not in current:
-                current.append(outdated[1])
+            _add_once(current, outdated[1])
         elif change is None:
-            current.append(r)
+            _add_once(current, r)
         else:
             earlier.append(EarlierReason(r, written, change))
     gated = condition(ctx.workload, WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
@@ -177,6 +176,17 @@ def pending_evidence(
         if gate is not None:
             current.append(gate)
     return current, earlier
+
+
+def _figure(r: Reason) -> tuple[object, ...]:
+    return (r.code, r.pod_set, r.flavor, r.resource, r.number("moreNeeded"))
+
+
+def _add_once(current: list[Reason], r: Reason) -> None:
+    """The condition and the latest event may say one quota figure (one from the quota line
+    where Kueue's was earlier): it is said once."""
+    if r.code != Code.WAITING_FOR_QUOTA or all(_figure(c) != _figure(r) for c in current):
+        current.append(r)
 
 
 # A queue kind's codes: (does not exist, stopped by spec.stopPolicy).

@@ -117,3 +117,20 @@ def test_kueue_s_outdated_figure_is_its_earlier_attempt_never_current(case: str)
         assert "free now" in current
         assert "more needed" not in current
     assert f"Wait: {kueue} more" not in steps
+
+
+def test_a_current_condition_and_an_outdated_event_say_the_figure_once() -> None:
+    # Kueue's condition rewritten by a newer attempt (3 more needed, current), its latest
+    # Pending event from an earlier one (1): the figure is said once, the event is earlier.
+    data = _load("s-pods-count")
+    current = (
+        "insufficient unused quota for pods in flavor kp-s-pods-count-on-demand, 3 more needed"
+    )
+    wl = next(w for w in data["workloads"] if w["metadata"]["name"] == "wl2")
+    cond = next(c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved")
+    cond["message"] = f"couldn't assign flavors to pod set main: {current}"
+    d = _diagnose(data, "wl2")
+    quota = [r for r in d.reasons if r.code == "WaitingForQuota"]
+    assert [(r.number("moreNeeded"), r.message) for r in quota] == [(Decimal(3), current)]
+    assert d.summary.startswith("waits for quota: 3 more pods must be free in flavor ")
+    assert "1 more needed (Kueue's earlier attempt" in d.summary
