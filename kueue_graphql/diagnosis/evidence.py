@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from kueue_graphql.diagnosis.context import Context
-from kueue_graphql.diagnosis.staleness import EarlierReason, superseded_by
+from kueue_graphql.diagnosis.staleness import EarlierReason, outdated_by_usage, superseded_by
 from kueue_graphql.kueue.messages import parse_kueue_message
 from kueue_graphql.kueue.model import (
     Absent,
@@ -148,16 +148,26 @@ def _written_pending_reasons(ctx: Context) -> list[tuple[Reason, str]]:
     return out
 
 
-def pending_evidence(ctx: Context) -> tuple[list[Reason], list[EarlierReason]]:
+def pending_evidence(
+    ctx: Context, quota: QuotaReport | None = None
+) -> tuple[list[Reason], list[EarlierReason]]:
     """The pending reasons that are current, and those written before a change that makes them
-    no longer so (staleness.py)."""
+    no longer so (staleness.py). With the quota report, a quota reason whose figure is not its
+    quota line's is earlier, and the quota line's figure takes its place."""
     assert ctx.workload is not None
     current: list[Reason] = []
     earlier: list[EarlierReason] = []
+    pod_sets = len(items(ctx.workload, "spec", "podSets"))
     for r, written in _written_pending_reasons(ctx):
         change = superseded_by(ctx, r, written)
-        if change is None:
-            current.append(r)
+        outdated = None
+        if change is None and quota is not None:
+            outdated = outdated_by_usage(r, written, quota, pod_sets)
+        if outdated is not None:
+            earlier.append(outdated[0])
+            _add_once(current, outdated[1])
+        elif change is None:
+            _add_once(current, r)
         else:
             earlier.append(EarlierReason(r, written, change))
     gated = condition(ctx.workload, WorkloadCondition.BLOCKED_ON_PREEMPTION_GATES)
@@ -166,6 +176,17 @@ def pending_evidence(ctx: Context) -> tuple[list[Reason], list[EarlierReason]]:
         if gate is not None:
             current.append(gate)
     return current, earlier
+
+
+def _figure(r: Reason) -> tuple[object, ...]:
+    return (r.code, r.pod_set, r.flavor, r.resource, r.number("moreNeeded"))
+
+
+def _add_once(current: list[Reason], r: Reason) -> None:
+    """The condition and the latest event may say one quota figure (one from the quota line
+    where Kueue's was earlier): it is said once."""
+    if r.code != Code.WAITING_FOR_QUOTA or all(_figure(c) != _figure(r) for c in current):
+        current.append(r)
 
 
 # A queue kind's codes: (does not exist, stopped by spec.stopPolicy).

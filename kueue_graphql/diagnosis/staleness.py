@@ -10,7 +10,14 @@ the queue is resumed. A reason written before such a change is earlier, not curr
   (its `Active` condition went False);
 - a "queue is inactive/stopped" reason written before that queue became active again;
 - an event written before the Workload's own last transition (QuotaReserved, Evicted,
-  Requeued): it belongs to an earlier wait.
+  Requeued): it belongs to an earlier wait;
+- a quota reason whose "N more needed" is not the ClusterQueue's current arithmetic (the quota
+  line's requested - availableNow): Kueue wrote it at its last attempt for this Workload and does
+  not rewrite it when the ClusterQueue's usage changes without a new attempt (another Workload
+  admitted, or one evicted or finished, since). The quota line's figure is the current one: a
+  reason from it takes the earlier one's place (`outdated_by_usage`), so the summary and the next
+  steps use one arithmetic. Only a one-pod-set Workload is compared: for a later pod set Kueue's
+  figure adds what the earlier ones take, the quota line all of them.
 
 Kubernetes times have whole seconds (events may have microseconds): a reason written in the same
 second as a queue's change is taken as earlier (Kueue makes no attempt on a stopped queue, and
@@ -20,17 +27,27 @@ transition as current (the transition and the event are written by one attempt).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from kueue_graphql.diagnosis.context import Context
-from kueue_graphql.kueue.model import KubeObject, Reason, ReasonSource
+from kueue_graphql.kueue.exact import format_quantity
+from kueue_graphql.kueue.model import (
+    KubeObject,
+    Number,
+    QuotaLine,
+    QuotaReport,
+    Reason,
+    ReasonSource,
+    Visibility,
+)
 from kueue_graphql.kueue.objects import condition, parse_time
 from kueue_graphql.kueue.vocabulary import Code, CodeGroup, WorkloadCondition
 
-__all__ = ["Change", "EarlierReason", "earlier_summary", "superseded_by"]
+__all__ = ["Change", "EarlierReason", "earlier_summary", "outdated_by_usage", "superseded_by"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,9 @@ class Change:
     at_text: str
     admits: bool = False
     """A queue that admits again after it (Active=True); False: stopped or inactive."""
+    at_known: bool = True
+    """False for a usage change: Kueue's status has no time for it (`at` is then the reason's
+    own time, the change came after)."""
 
 
 @dataclass(frozen=True)
@@ -125,12 +145,78 @@ def superseded_by(ctx: Context, reason: Reason, written_at: str) -> Change | Non
     return None
 
 
+def _line(quota: QuotaReport, reason: Reason) -> QuotaLine | None:
+    return next(
+        (x for x in quota.lines if (x.flavor, x.resource) == (reason.flavor, reason.resource)),
+        None,
+    )
+
+
+def outdated_by_usage(
+    reason: Reason, written_at: str, quota: QuotaReport, pod_sets: int
+) -> tuple[EarlierReason, Reason] | None:
+    """Kueue's quota reason whose "N more needed" is not the quota line's requested -
+    availableNow, as an earlier reason, with the current reason from the quota line; None when
+    it is current, or cannot be compared (several pod sets, a figure the caller may not read)."""
+    said = reason.number("moreNeeded")
+    if reason.code != Code.WAITING_FOR_QUOTA or said is None or pod_sets != 1:
+        return None
+    line = _line(quota, reason) if quota.visibility is Visibility.AVAILABLE else None
+    if line is None or line.available_now is None or line.counts_this_workload:
+        return None
+    needed = line.requested - line.available_now
+    if needed == said:
+        return None
+    res, q = line.resource, _quantity_of(line.resource)
+    now = f"{q(needed)} more {res} needed" if needed > 0 else f"the {q(line.requested)} {res} fit"
+    what = (
+        f"ClusterQueue {quota.cluster_queue}'s usage changed without a new attempt for this "
+        f"Workload (now {q(line.reserved)} {res} reserved, {q(line.available_now)} available "
+        f"in flavor {line.flavor}: {now})"
+    )
+    at = parse_time(written_at) or datetime.min.replace(tzinfo=UTC)
+    earlier = EarlierReason(reason, written_at, Change(what, at, written_at, at_known=False))
+    if needed > 0:
+        current = Reason(
+            Code.WAITING_FOR_QUOTA,
+            f"insufficient unused quota for {res} in flavor {line.flavor}, {q(needed)} more "
+            f"needed (from ClusterQueue {quota.cluster_queue}'s current usage)",
+            ReasonSource.OBJECT,
+            resource=res,
+            flavor=line.flavor,
+            pod_set=reason.pod_set,
+            object=reason.object,
+            numbers=(Number("moreNeeded", needed, q(needed)),),
+        )
+    else:
+        current = Reason(
+            Code.PENDING_EVALUATION,
+            f"the {q(line.requested)} {res} it needs are free now in flavor {line.flavor} of "
+            f"ClusterQueue {quota.cluster_queue} ({q(line.available_now)} available): Kueue "
+            "admits it at its next attempt for it",
+            ReasonSource.OBJECT,
+            resource=res,
+            flavor=line.flavor,
+            pod_set=reason.pod_set,
+            object=reason.object,
+        )
+    return earlier, current
+
+
+def _quantity_of(resource: str) -> Callable[[Decimal], str]:
+    return lambda value: format_quantity(value, resource)
+
+
 def earlier_summary(earlier: list[EarlierReason]) -> str:
     """What the summary says about reasons that are no longer current."""
     if not earlier:
         return ""
     said = "; ".join(
-        f"{e.reason.message} (written {e.written_at}, before {e.change.what} at {e.change.at_text})"
+        f"{e.reason.message} (Kueue's earlier attempt, written {e.written_at}; since then "
+        f"{e.change.what})"
+        if not e.change.at_known
+        else f"{e.reason.message} (written {e.written_at}, before {e.change.what} at "
+        f"{e.change.at_text})"
         for e in earlier
     )
     return f" [earlier, no longer current: {said}]"

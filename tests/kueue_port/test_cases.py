@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -129,18 +130,49 @@ def test_whatif_is_asked_in_kueue_order_within_a_step() -> None:
 
 def test_kueues_more_needed_is_compared_with_the_quota_line() -> None:
     """Issue 21 item 3: one source of arithmetic. Kueue's "N more needed" against diagnose's
-    quota line (requested - availableNow), in Kueue's units."""
-    from tests.kueue_port.agreement import more_needed_differs
+    quota line (requested - availableNow), in Kueue's units, unless diagnose reports it as
+    Kueue's earlier attempt."""
+    from tests.kueue_port.arithmetic import EARLIER, diagnose_differs
 
-    message = (
-        "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor "
-        "on-demand, 1500m more needed"
-    )
-    line = {"requested": {"amount": "2"}, "availableNow": {"amount": "0.5"}}
-    assert more_needed_differs({("on-demand", "cpu"): line}, message) == []
+    part = "insufficient unused quota for cpu in flavor on-demand, 1500m more needed"
+    message = f"couldn't assign flavors to pod set main: {part}"
+    wl = {
+        "spec": {
+            "podSets": [
+                {
+                    "count": 2,
+                    "template": {
+                        "spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}
+                    },
+                }
+            ]
+        }
+    }
+    line = {
+        "flavor": "on-demand",
+        "resource": "cpu",
+        "requested": {"amount": "2"},
+        "availableNow": {"amount": "0.5"},
+    }
+    d: dict[str, Any] = {
+        "quota": {"visibility": "AVAILABLE", "lines": [line]},
+        "summary": "waits for quota: 1500m more cpu must be free in flavor on-demand",
+        "nextSteps": ["Wait: 1500m more cpu must be freed in flavor on-demand by Workloads"],
+        "reasons": [],
+    }
+    assert diagnose_differs(d, wl, message) == []
     line["availableNow"] = {"amount": "1"}
-    [differs] = more_needed_differs({("on-demand", "cpu"): line}, message)
-    assert "requested - availableNow = 1" in differs
-    assert "1500m more needed" in differs
-    # No line for that flavor: nothing to compare (reported elsewhere as a missing line).
-    assert more_needed_differs({}, message) == []
+    differs = diagnose_differs(d, wl, message)
+    assert any(
+        "summary says '1500m more cpu must be free in flavor on-demand'" in x for x in differs
+    )
+    assert any("next step" in x for x in differs)
+    assert any(f"Kueue's {part!r} taken as current" in x for x in differs)
+    # Reported as Kueue's earlier attempt, with the current figure: one arithmetic.
+    d["summary"] = (
+        f"waits for quota: 1 more cpu must be free in flavor on-demand{EARLIER} {part} ...]"
+    )
+    d["nextSteps"] = ["Wait: 1 more cpu must be freed in flavor on-demand by Workloads"]
+    assert diagnose_differs(d, wl, message) == []
+    line["requested"] = {"amount": "3"}
+    assert any("the Workload requests 2" in x for x in diagnose_differs(d, wl, message))

@@ -28,9 +28,10 @@ __all__ = ["waiting_for_checks", "waiting_for_quota"]
 
 
 def waiting_for_quota(ctx: Context) -> Diagnosis:
-    current, earlier = pending_evidence(ctx)
-    reasons = current + queue_object_reasons(ctx)
     quota = quota_report(ctx)
+    # Kueue's figures checked against the quota lines: one arithmetic (staleness.py).
+    current, earlier = pending_evidence(ctx, quota)
+    reasons = current + queue_object_reasons(ctx)
     reasons = with_workload_needs(reasons, workload_needs(ctx.workload))
     reasons = annotate_with_quota(reasons, quota)
     behind = behind_queue_head(ctx, quota, tried=bool(current))
