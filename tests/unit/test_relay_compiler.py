@@ -9,35 +9,14 @@ No control plane: Node and npm only (tests/node_clients.py installs tests/node o
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 from pathlib import Path
 
 from graphql import parse, validate
 
 from kueue_graphql.graph.schema import build_schema
-from tests import node_clients
 from tests.legit_queries import REPO
-
-RELAY = "node_modules/relay-compiler/cli.js"
-OPERATIONS = node_clients.PROJECT / "relay" / "Portal.ts"
-SECONDS = 180.0
-
-
-async def compile_with_relay(tmp_path: Path, schema: Path) -> node_clients.Finished:
-    await node_clients.installed()
-    (tmp_path / "src").mkdir()
-    (tmp_path / "generated").mkdir()
-    shutil.copy(OPERATIONS, tmp_path / "src" / OPERATIONS.name)
-    config = {
-        "src": str(tmp_path / "src"),
-        "schema": str(schema),
-        "language": "typescript",
-        "artifactDirectory": str(tmp_path / "generated"),
-    }
-    (tmp_path / "relay.config.json").write_text(json.dumps(config))
-    return await node_clients.bounded(["node", RELAY, str(tmp_path / "relay.config.json")], SECONDS)
+from tests.relay_compile import compile_with_relay, generated_texts
 
 
 async def test_relay_compiles_the_portal_operations_over_the_sdl(tmp_path: Path) -> None:
@@ -53,13 +32,9 @@ async def test_relay_compiles_the_portal_operations_over_the_sdl(tmp_path: Path)
         "PortalDiagnosisSubscription.graphql.ts",
     } <= generated
     schema = build_schema()._schema
-    texts = []
-    for artifact in (tmp_path / "generated").glob("*.graphql.ts"):
-        texts += [
-            json.loads(t) for t in re.findall(r'"text": ("(?:[^"\\]|\\.)*")', artifact.read_text())
-        ]
+    texts = generated_texts(tmp_path / "generated")
     assert len(texts) >= 5
-    for text in texts:
+    for text in texts.values():
         assert validate(schema, parse(text)) == [], text
     refetch = (tmp_path / "generated" / "PortalWorkloadRefetchQuery.graphql.ts").read_text()
     assert "node(id: $id)" in refetch
