@@ -225,16 +225,57 @@ def kueue_flavors(wl: Obj) -> dict[str, str]:
     }
 
 
+def reserved_by(workloads: list[Obj], cluster_queue: str) -> dict[tuple[str, str], Decimal]:
+    """(flavor, resource) -> what the Workloads holding quota in `cluster_queue` reserve, as
+    Kueue counts it: each pod set's usage scaled to its count less its reclaimable Pods."""
+    totals: dict[tuple[str, str], Decimal] = {}
+    for wl in workloads:
+        if not holds_quota_in(wl, cluster_queue):
+            continue
+        wl_status = wl.get("status") or {}
+        reclaimable = {
+            str(r.get("name")): int(r.get("count") or 0)
+            for r in wl_status.get("reclaimablePods") or []
+        }
+        for psa in (wl_status.get("admission") or {}).get("podSetAssignments") or []:
+            count = int(psa.get("count") or 0)
+            left = max(count - reclaimable.get(str(psa.get("name")), 0), 0)
+            for res, qty in (psa.get("resourceUsage") or {}).items():
+                flavor = (psa.get("flavors") or {}).get(res)
+                if flavor is None or count == 0:
+                    continue
+                key = (str(flavor), str(res))
+                totals[key] = totals.get(key, Decimal(0)) + parse_quantity(str(qty)) * left / count
+    return totals
+
+
+def counts_reservations(cq: Obj | None, workloads: list[Obj]) -> bool:
+    """The ClusterQueue's status counts the Workloads holding quota in it: their number and
+    what they reserve (absent: nothing to wait for)."""
+    if cq is None:
+        return True
+    name = cq["metadata"]["name"]
+    cq_status = cq.get("status") or {}
+    holding = sum(1 for wl in workloads if holds_quota_in(wl, name))
+    if cq_status.get("reservingWorkloads", 0) != holding:
+        return False
+    reserved = {
+        (str(f["name"]), str(r["name"])): parse_quantity(str(r.get("total", "0")))
+        for f in cq_status.get("flavorsReservation") or []
+        for r in f.get("resources") or []
+    }
+    expected = reserved_by(workloads, name)
+    return all(reserved.get(key, Decimal(0)) == value for key, value in expected.items())
+
+
 def settled_cluster_queue(kube: Kube, name: str, workloads: list[Obj]) -> Obj | None:
     """The ClusterQueue once its status counts the Workloads holding quota in it (bounded wait):
     Kueue writes a ClusterQueue's status about a second after it admits a Workload, so read at
     once its flavorsReservation may not count the Workload yet."""
-    holding = sum(1 for wl in workloads if holds_quota_in(wl, name))
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
         cq = kube.get("ClusterQueue", name)
-        reserving = ((cq or {}).get("status") or {}).get("reservingWorkloads")
-        if cq is None or reserving == holding or time.monotonic() > deadline:
+        if counts_reservations(cq, workloads) or time.monotonic() > deadline:
             return cq
         time.sleep(0.25)
 
@@ -479,28 +520,21 @@ class AgreementObserver:
                 time.sleep(0.25)
 
     def _settle(self, case: Case, seconds: float = 30.0) -> None:
-        """Until each ClusterQueue of the case counts in its status the Workloads that hold quota
-        in it: Kueue writes a ClusterQueue's status after the Workloads', and whatIf reads the
-        ClusterQueue's usage from there (bounded: if it never settles, whatIf is asked anyway)."""
+        """Until each ClusterQueue of the case counts in its status what the Workloads holding
+        quota in it reserve (their number and their per-flavor totals, reclaimable Pods left
+        out): Kueue writes a ClusterQueue's status after the Workloads', and whatIf and
+        diagnose read the ClusterQueue's usage from there (bounded: if it never settles, they
+        are asked anyway)."""
         cqs = [case.name("ClusterQueue", m["metadata"]["name"]) for m in case.all_manifests()
                if m["kind"] == "ClusterQueue"]  # fmt: skip
         end = time.monotonic() + seconds
         while time.monotonic() < end:
-            holding: dict[str, int] = {}
-            for _, ns, _ in case_namespaces(case):
-                for wl in self.kube.list("Workload", ns):
-                    if is_true(wl, "QuotaReserved") and not is_true(wl, "Finished"):
-                        cq = ((wl.get("status") or {}).get("admission") or {}).get(
-                            "clusterQueue", ""
-                        )
-                        holding[cq] = holding.get(cq, 0) + 1
-            counted = {
-                name: ((self.kube.get("ClusterQueue", name) or {}).get("status") or {}).get(
-                    "reservingWorkloads", 0
-                )
-                for name in cqs
-            }
-            if all(counted[name] == holding.get(name, 0) for name in cqs):
+            workloads = [
+                wl for _, ns, _ in case_namespaces(case) for wl in self.kube.list("Workload", ns)
+            ]
+            if all(
+                counts_reservations(self.kube.get("ClusterQueue", name), workloads) for name in cqs
+            ):
                 return
             time.sleep(0.25)
 
