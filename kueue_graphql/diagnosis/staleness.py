@@ -187,6 +187,8 @@ def outdated_by_usage(
             pod_set=reason.pod_set,
             object=reason.object,
             numbers=(Number("moreNeeded", needed, q(needed)),),
+            # Kueue's condition reason still holds (it waits for quota); only its figure is old.
+            kueue_reason=reason.kueue_reason,
         )
     else:
         current = Reason(
