@@ -12,6 +12,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from strawberry.dataloader import DataLoader
 
@@ -39,6 +40,29 @@ _EVENTS_PER_NAMESPACE_BATCH = 3
 
 
 @dataclass(frozen=True)
+class AheadCounts:
+    """Entries ahead of a Workload in a queue, by why they are ahead (kueue/queue_order.py)."""
+
+    higher_priority: int
+    same_priority_earlier: int
+    """Same priority, created at or before it."""
+    same_priority_requeued: int
+    """Same priority, created after it (ordered by an eviction time)."""
+
+
+@dataclass(frozen=True)
+class QueueAhead:
+    """What is ahead of a Workload, counted and summed where the whole queue is at hand (the
+    `cache` read mode's ordered stores): no entry ahead needs to be read for it."""
+
+    local_requests: tuple[tuple[str, Decimal], ...]
+    """Total requests of its LocalQueue's Workloads ahead (its own namespace's), per resource."""
+    local: AheadCounts
+    cluster: AheadCounts
+    """Over the whole ClusterQueue, every namespace (counts only: no name, no request)."""
+
+
+@dataclass(frozen=True)
 class PendingRead:
     """What the visibility API answered for one Workload's entry in its LocalQueue's pending
     list (kube/pending_pages.py: read only as far as that entry)."""
@@ -54,6 +78,9 @@ class PendingRead:
     """The API answered with an error (e.g. Kueue's visibility server failed, HTTP 500)."""
     beyond: int | None = None
     """Not among the first `beyond` entries (the bound read; the list goes on)."""
+    ahead: QueueAhead | None = None
+    """Counts and sums of what is ahead, when `ahead` was asked of a read mode that has them
+    (then `items` holds only the Workload's own entry)."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import itertools
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.paging import OrderKey, Page, PageRequest, object_order_key
@@ -51,6 +51,7 @@ IndexFunc = Callable[[JsonObject], list[PostingKey]]
 SortKey = tuple[Any, ...]
 OrderFunc = Callable[[JsonObject], list[tuple[PostingKey, SortKey]]]
 OrderedEntry = tuple[SortKey, OrderKey]
+_T = TypeVar("_T")
 
 
 def namespace_key(namespace: str | None) -> PostingKey:
@@ -101,6 +102,9 @@ class StoreState:
     ordered_of: dict[OrderKey, tuple[tuple[PostingKey, OrderedEntry], ...]] = field(
         default_factory=dict
     )
+    derived: dict[PostingKey, dict[str, object]] = field(default_factory=dict)
+    """Values computed from an ordered posting and its objects (`Indexer.derived`), dropped
+    when an entry of that posting is added or removed (every change of one of its objects)."""
     resource_version: str = ""
 
 
@@ -222,6 +226,7 @@ class Indexer:
                 state.ordered_of[key] = ordered
                 for index_key, entry in ordered:
                     bisect.insort(state.ordered.setdefault(index_key, []), entry)
+                    state.derived.pop(index_key, None)
         self._tell(obj)
 
     def size(self) -> int:
@@ -247,6 +252,7 @@ class Indexer:
             if not keys:
                 del state.postings[index_key]
         for index_key, entry in state.ordered_of.pop(key, ()):
+            state.derived.pop(index_key, None)
             entries = state.ordered.get(index_key)
             if entries is None:
                 continue
@@ -277,6 +283,18 @@ class Indexer:
         """The ordered posting of `index_key`, (sort key, storage key) ascending; read it,
         never change it (bisect it for a rank: O(log n))."""
         return self.state().ordered.get(index_key, ())
+
+    def derived(
+        self, index_key: PostingKey, name: str, build: Callable[[Sequence[OrderedEntry]], _T]
+    ) -> _T:
+        """`build(ordered(index_key))`, computed once and kept until the posting changes (an
+        entry added or removed: any change of one of its objects), e.g. running totals over a
+        queue. `build` may read the posting's objects (`get`), never change them."""
+        state = self.state()
+        kept = state.derived.setdefault(index_key, {})
+        if name not in kept:
+            kept[name] = build(state.ordered.get(index_key, ()))
+        return cast("_T", kept[name])
 
     def items(self, index_key: PostingKey) -> list[JsonObject]:
         state = self.state()
