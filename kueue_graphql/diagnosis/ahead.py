@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from kueue_graphql.diagnosis.start import StartEstimate
+from kueue_graphql.kueue.queue_order import WhyAhead
 
 __all__ = ["AheadEntry", "AheadInput", "AheadReport", "WhyAhead", "ahead_of_me"]
 
@@ -56,14 +57,6 @@ class AheadInput:
     are not listed (`local_entries` None)."""
     why_cluster: WhyAhead | None = None
     """The same over the ClusterQueue (`cluster_entries` None)."""
-
-
-@dataclass(frozen=True)
-class WhyAhead:
-    higher_priority: int
-    same_priority_earlier: int
-    same_priority_requeued: int
-    """Same priority, created later: ordered by its eviction (requeue) time, or yours is."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from kueue_graphql.kube.pending_pages import pending_pages
 from kueue_graphql.kube.resources import EVENT, VISIBILITY_LOCAL_QUEUE, Resource
 from kueue_graphql.kueue.objects import metadata
 from kueue_graphql.kueue.pending_entry import OwnEntry, own_entry
+from kueue_graphql.kueue.queue_order import WhyAhead
 
 # Kubernetes paginates big lists; this page size keeps single responses bounded.
 _LIST_PAGE = 500
@@ -40,25 +41,14 @@ _EVENTS_PER_NAMESPACE_BATCH = 3
 
 
 @dataclass(frozen=True)
-class AheadCounts:
-    """Entries ahead of a Workload in a queue, by why they are ahead (kueue/queue_order.py)."""
-
-    higher_priority: int
-    same_priority_earlier: int
-    """Same priority, created at or before it."""
-    same_priority_requeued: int
-    """Same priority, created after it (ordered by an eviction time)."""
-
-
-@dataclass(frozen=True)
 class QueueAhead:
     """What is ahead of a Workload, counted and summed where the whole queue is at hand (the
     `cache` read mode's ordered stores): no entry ahead needs to be read for it."""
 
     local_requests: tuple[tuple[str, Decimal], ...]
     """Total requests of its LocalQueue's Workloads ahead (its own namespace's), per resource."""
-    local: AheadCounts
-    cluster: AheadCounts
+    local: WhyAhead
+    cluster: WhyAhead
     """Over the whole ClusterQueue, every namespace (counts only: no name, no request)."""
 
 

@@ -32,7 +32,6 @@ from kueue_graphql.diagnosis.start import (
 )
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.reads import AheadCounts
 from kueue_graphql.kube.resources import JOB, VISIBILITY_LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kueue.conditions import holds_quota_in
 from kueue_graphql.kueue.exact import (
@@ -73,12 +72,6 @@ def _sum(workloads: Sequence[JsonObject]) -> dict[str, Decimal]:
         for res, value in needs(wl).items():
             out[res] = out.get(res, ZERO) + value
     return out
-
-
-def _why_of(counts: AheadCounts) -> WhyAhead:
-    return WhyAhead(
-        counts.higher_priority, counts.same_priority_earlier, counts.same_priority_requeued
-    )
 
 
 def _held(cluster_queue: JsonObject) -> dict[tuple[str, str], Decimal]:
@@ -347,7 +340,7 @@ async def load_ahead(
                 "quota disclosure policy is not at `quota`"
             )
         if policy.enabled and counted is not None:
-            why_cluster = _why_of(counted.cluster)
+            why_cluster = counted.cluster
         elif policy.enabled and policy.source is not None and in_cq is not None:
             try:
                 items = await policy.source.cluster_queue_pending(cluster_queue, in_cq + 1)
@@ -372,7 +365,7 @@ async def load_ahead(
         in_cluster_queue=in_cq,
         local_entries=None if counted is not None else [_entry(i) for i in own_ahead],
         cluster_entries=cluster_entries,
-        why_local=None if counted is None else _why_of(counted.local),
+        why_local=None if counted is None else counted.local,
         why_cluster=why_cluster,
         local_requests=local_requests,
         cluster_requests=None,

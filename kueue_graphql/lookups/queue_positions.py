@@ -22,13 +22,13 @@ from collections.abc import Iterator, Sequence
 
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.paging import order_key
-from kueue_graphql.kube.reads import AheadCounts, PendingRead, QueueAhead
+from kueue_graphql.kube.reads import PendingRead, QueueAhead
 from kueue_graphql.kube.store import ANY, Indexer, OrderedEntry
 from kueue_graphql.kueue.objects import metadata, spec
 from kueue_graphql.kueue.pending_entry import OwnEntry
-from kueue_graphql.kueue.queue_order import in_queue, queue_order
+from kueue_graphql.kueue.queue_order import WhyAhead, in_queue, queue_order
 from kueue_graphql.lookups.cache_indexes import queue_order_key
-from kueue_graphql.lookups.queue_totals import queue_totals
+from kueue_graphql.lookups.queue_totals import queue_counts, queue_requests
 
 __all__ = ["cached_pending_read", "cluster_queue_order", "first_in_cluster_queue"]
 
@@ -86,16 +86,14 @@ def cached_pending_read(
     head: OrderedEntry | None = None
     created_raw = metadata(workload).get("creationTimestamp")
     created = str(created_raw) if created_raw else None
-    cluster = AheadCounts(0, 0, 0)
+    cluster = WhyAhead(0, 0, 0)
     for queue in _queues_of(queues, cluster_queue):
         entries = workloads.ordered(queue_order_key(*queue))
         in_cluster_queue += bisect.bisect_left(entries, me)
         if entries and (head is None or entries[0] < head):
             head = entries[0]
         if ahead:
-            cluster = _plus(
-                cluster, queue_totals(workloads, queue_order_key(*queue)).counts_before(me, created)
-            )
+            cluster += queue_counts(workloads, queue_order_key(*queue)).before(me, created)
     entry = {**_entry(workload, in_local_queue), "positionInClusterQueue": in_cluster_queue}
     head_name: str | None = None
     if head is not None and head != me and own and own[0] == head:
@@ -103,21 +101,15 @@ def cached_pending_read(
     found = OwnEntry(entry, in_local_queue, 0, head_name)
     if not ahead:
         return PendingRead((entry,), own=found)
-    totals = queue_totals(workloads, queue_order_key(namespace, local_queue))
+    posting = queue_order_key(namespace, local_queue)
     return PendingRead(
         (entry,),
         own=found,
         ahead=QueueAhead(
-            totals.requests_before(in_local_queue), totals.counts_before(me, created), cluster
+            queue_requests(workloads, posting).before(in_local_queue),
+            queue_counts(workloads, posting).before(me, created),
+            cluster,
         ),
-    )
-
-
-def _plus(a: AheadCounts, b: AheadCounts) -> AheadCounts:
-    return AheadCounts(
-        a.higher_priority + b.higher_priority,
-        a.same_priority_earlier + b.same_priority_earlier,
-        a.same_priority_requeued + b.same_priority_requeued,
     )
 
 

@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 from kueue_graphql.kube.pending_pages import PENDING_BOUND, pending_pages
-from kueue_graphql.kube.reads import AheadCounts
 from kueue_graphql.kube.resources import LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kueue.objects import metadata, spec
 from kueue_graphql.kueue.podsets import total_needs, workload_requests
-from kueue_graphql.kueue.queue_order import in_queue, queue_order
+from kueue_graphql.kueue.queue_order import WhyAhead, in_queue, queue_order
 from kueue_graphql.lookups.cache_indexes import kueue_cache
 from kueue_graphql.lookups.queue_positions import cached_pending_read, first_in_cluster_queue
 
@@ -160,7 +159,7 @@ def _requesting(wl: dict[str, Any], requests: dict[str, str], version: str) -> d
     }
 
 
-def _brute_force_ahead(me: dict[str, Any], ahead: list[dict[str, Any]]) -> AheadCounts:
+def _brute_force_ahead(me: dict[str, Any], ahead: list[dict[str, Any]]) -> WhyAhead:
     """Entries ahead by why, as diagnosis/ahead.py's `_why` counts a listed queue."""
 
     def priority(w: dict[str, Any]) -> int:
@@ -170,7 +169,7 @@ def _brute_force_ahead(me: dict[str, Any], ahead: list[dict[str, Any]]) -> Ahead
     higher = sum(1 for x in ahead if priority(x) > priority(me))
     same = [x for x in ahead if priority(x) == priority(me)]
     earlier = sum(1 for x in same if metadata(x)["creationTimestamp"] <= created)
-    return AheadCounts(higher, earlier, len(same) - earlier)
+    return WhyAhead(higher, earlier, len(same) - earlier)
 
 
 def _brute_force_requests(ahead: list[dict[str, Any]]) -> tuple[tuple[str, Decimal], ...]:
