@@ -52,6 +52,13 @@ SortKey = tuple[Any, ...]
 OrderFunc = Callable[[JsonObject], list[tuple[PostingKey, SortKey]]]
 OrderedEntry = tuple[SortKey, OrderKey]
 _T = TypeVar("_T")
+# Whether a value derived from an ordered posting still holds after one of its objects changed
+# (old, new) without moving in the posting.
+Keep = Callable[[JsonObject, JsonObject], bool]
+
+
+def _never(old: JsonObject, new: JsonObject) -> bool:
+    return False
 
 
 def namespace_key(namespace: str | None) -> PostingKey:
@@ -102,9 +109,10 @@ class StoreState:
     ordered_of: dict[OrderKey, tuple[tuple[PostingKey, OrderedEntry], ...]] = field(
         default_factory=dict
     )
-    derived: dict[PostingKey, dict[str, object]] = field(default_factory=dict)
+    derived: dict[PostingKey, dict[str, tuple[object, Keep]]] = field(default_factory=dict)
     """Values computed from an ordered posting and its objects (`Indexer.derived`), dropped
-    when an entry of that posting is added or removed (every change of one of its objects)."""
+    when an entry of that posting is added or removed, or changed in a way its `Keep` says
+    matters."""
     resource_version: str = ""
 
 
@@ -214,6 +222,8 @@ class Indexer:
             return
         ingest(self.resource, obj)
         key = object_order_key(obj)
+        before = state.objects.get(key)
+        placed = dict(state.ordered_of.get(key, ()))
         self._remove(state, key)
         if event_type != "DELETED":
             state.objects[key] = obj
@@ -226,8 +236,31 @@ class Indexer:
                 state.ordered_of[key] = ordered
                 for index_key, entry in ordered:
                     bisect.insort(state.ordered.setdefault(index_key, []), entry)
-                    state.derived.pop(index_key, None)
+        self._forget_derived(state, before, None if event_type == "DELETED" else obj, placed)
         self._tell(obj)
+
+    @staticmethod
+    def _forget_derived(
+        state: StoreState,
+        before: JsonObject | None,
+        after: JsonObject | None,
+        placed: dict[PostingKey, OrderedEntry],
+    ) -> None:
+        """Drop what was derived from the postings a change touched: all of it where an entry
+        came, went or moved; where the object stayed in place, what its `Keep` does not keep."""
+        key = None if after is None else object_order_key(after)
+        now = dict(state.ordered_of.get(key, ())) if key is not None else {}
+        for index_key in placed.keys() | now.keys():
+            kept = state.derived.get(index_key)
+            if kept is None:
+                continue
+            entry = now.get(index_key)
+            if entry is None or entry != placed.get(index_key) or before is None or after is None:
+                del state.derived[index_key]
+                continue
+            for name, (_, keep) in list(kept.items()):
+                if not keep(before, after):
+                    del kept[name]
 
     def size(self) -> int:
         """Objects in the store now (0 before the first list)."""
@@ -252,7 +285,6 @@ class Indexer:
             if not keys:
                 del state.postings[index_key]
         for index_key, entry in state.ordered_of.pop(key, ()):
-            state.derived.pop(index_key, None)
             entries = state.ordered.get(index_key)
             if entries is None:
                 continue
@@ -285,16 +317,23 @@ class Indexer:
         return self.state().ordered.get(index_key, ())
 
     def derived(
-        self, index_key: PostingKey, name: str, build: Callable[[Sequence[OrderedEntry]], _T]
+        self,
+        index_key: PostingKey,
+        name: str,
+        build: Callable[[Sequence[OrderedEntry]], _T],
+        keep: Keep = _never,
     ) -> _T:
         """`build(ordered(index_key))`, computed once and kept until the posting changes (an
-        entry added or removed: any change of one of its objects), e.g. running totals over a
-        queue. `build` may read the posting's objects (`get`), never change them."""
+        entry added, removed or moved), or one of its objects changes in place in a way `keep`
+        does not keep (e.g. Kueue's status updates of pending Workloads leave their requests
+        alone): running totals over a queue. `build` may read the posting's objects (`get`),
+        never change them; the value must not hold on to the posting itself (a posting emptied
+        and refilled is another list)."""
         state = self.state()
         kept = state.derived.setdefault(index_key, {})
         if name not in kept:
-            kept[name] = build(state.ordered.get(index_key, ()))
-        return cast("_T", kept[name])
+            kept[name] = (build(state.ordered.get(index_key, ())), keep)
+        return cast("_T", kept[name][0])
 
     def items(self, index_key: PostingKey) -> list[JsonObject]:
         state = self.state()

@@ -93,7 +93,8 @@ def cached_pending_read(
         if entries and (head is None or entries[0] < head):
             head = entries[0]
         if ahead:
-            cluster += queue_counts(workloads, queue_order_key(*queue)).before(me, created)
+            counts = queue_counts(workloads, queue_order_key(*queue))
+            cluster += counts.before(entries, me, created)
     entry = {**_entry(workload, in_local_queue), "positionInClusterQueue": in_cluster_queue}
     head_name: str | None = None
     if head is not None and head != me and own and own[0] == head:
@@ -107,7 +108,7 @@ def cached_pending_read(
         own=found,
         ahead=QueueAhead(
             queue_requests(workloads, posting).before(in_local_queue),
-            queue_counts(workloads, posting).before(me, created),
+            queue_counts(workloads, posting).before(own, me, created),
             cluster,
         ),
     )

@@ -54,19 +54,21 @@ def _objects(workloads: Indexer, entries: Sequence[OrderedEntry]) -> list[JsonOb
 
 @dataclass(frozen=True)
 class QueueCounts:
-    """One ordered posting's entries with their creation times (entry i is the posting's i-th)."""
+    """One ordered posting's creation times (entry i is the posting's i-th)."""
 
-    entries: Sequence[OrderedEntry]
     created: Sequence[str | None]
     requeued: Sequence[int]
     """Entries ordered by a time other than their creation time (evicted and requeued)."""
 
-    def before(self, me: OrderedEntry, created: str | None) -> WhyAhead:
-        """Entries before `me` (which need not be in this posting), by why they are ahead,
+    def before(
+        self, entries: Sequence[OrderedEntry], me: OrderedEntry, created: str | None
+    ) -> WhyAhead:
+        """Entries of the posting (`entries`, the one these counts were built from) before `me`
+        (which need not be in it), by why they are ahead,
         compared as diagnosis/ahead.py's `_why` compares a listed queue (an unknown creation
         time counts as earlier)."""
-        position = bisect.bisect_left(self.entries, me)
-        higher = bisect.bisect_left(self.entries, ((me[0][0],),))
+        position = bisect.bisect_left(entries, me)
+        higher = bisect.bisect_left(entries, ((me[0][0],),))
         if me[0][2] != created:  # requeued itself: any of its stretch may be created later
             stretch: Sequence[int] = range(higher, position)
         else:  # only a requeued entry can be ahead of it and created later
@@ -88,7 +90,7 @@ def _counts(workloads: Indexer, entries: Sequence[OrderedEntry]) -> QueueCounts:
         created.append(str(stamp) if stamp else None)
         if obj is not None and queue_timestamp(obj) != created[-1]:
             requeued.append(i)
-    return QueueCounts(entries, created, requeued)
+    return QueueCounts(created, requeued)
 
 
 @dataclass(frozen=True)
@@ -126,10 +128,24 @@ def _requests(workloads: Indexer, entries: Sequence[OrderedEntry]) -> QueueReque
 
 
 def queue_counts(workloads: Indexer, posting: PostingKey) -> QueueCounts:
-    """One LocalQueue's creation times and requeued entries, built once per change of it."""
-    return workloads.derived(posting, "counts", lambda entries: _counts(workloads, entries))
+    """One LocalQueue's creation times and requeued entries, built once per change of its
+    queue (an entry added, removed or moved: a status update in place keeps them)."""
+    return workloads.derived(
+        posting, "counts", lambda entries: _counts(workloads, entries), _same_creation
+    )
 
 
 def queue_requests(workloads: Indexer, posting: PostingKey) -> QueueRequests:
-    """One LocalQueue's running request totals, built once per change of it."""
-    return workloads.derived(posting, "requests", lambda entries: _requests(workloads, entries))
+    """One LocalQueue's running request totals, built once per change of its queue or of a
+    Workload's requests in it."""
+    return workloads.derived(
+        posting, "requests", lambda entries: _requests(workloads, entries), _same_requests
+    )
+
+
+def _same_creation(old: JsonObject, new: JsonObject) -> bool:
+    return metadata(old).get("creationTimestamp") == metadata(new).get("creationTimestamp")
+
+
+def _same_requests(old: JsonObject, new: JsonObject) -> bool:
+    return needs(old) == needs(new)

@@ -21,8 +21,9 @@ from kueue_graphql.kube.resources import LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kueue.objects import metadata, spec
 from kueue_graphql.kueue.podsets import total_needs, workload_requests
 from kueue_graphql.kueue.queue_order import WhyAhead, in_queue, queue_order
-from kueue_graphql.lookups.cache_indexes import kueue_cache
+from kueue_graphql.lookups.cache_indexes import kueue_cache, queue_order_key
 from kueue_graphql.lookups.queue_positions import cached_pending_read, first_in_cluster_queue
+from kueue_graphql.lookups.queue_totals import queue_counts, queue_requests
 
 # -- Kueue's order ---------------------------------------------------------------------------
 
@@ -286,6 +287,20 @@ def test_cache_positions_match_a_sort_of_the_clusterqueue_and_follow_watch_event
     for changed in (raised, admitted, added, resized):
         by_name[(metadata(changed)["namespace"], metadata(changed)["name"])] = changed
     del by_name[(metadata(deleted)["namespace"], metadata(deleted)["name"])]
+    _check_every_position(cache, list(by_name.values()), queues)
+
+    # Kueue's status update of a pending Workload (a new version, same place, same requests)
+    # keeps the running totals: counted by identity, nothing rebuilt.
+    still = next(w for w in by_name.values() if in_queue(w) and metadata(w)["namespace"] == "a")
+    posting = queue_order_key("a", spec(still)["queueName"])
+    kept = (queue_requests(store, posting), queue_counts(store, posting))
+    condition = {"type": "QuotaReserved", "status": "False", "reason": "Pending"}
+    updated = {**still, "status": {"conditions": [*still["status"]["conditions"], condition]}}
+    updated = {**updated, "metadata": {**updated["metadata"], "resourceVersion": "8"}}
+    store.apply("MODIFIED", updated, "8")
+    by_name[("a", metadata(still)["name"])] = updated
+    assert (queue_requests(store, posting), queue_counts(store, posting)) == kept
+    assert queue_requests(store, posting) is kept[0]
     _check_every_position(cache, list(by_name.values()), queues)
 
     # A LocalQueue moved to another ClusterQueue takes its Workloads along (no re-index).
