@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from kueue_graphql.diagnosis.start import StartEstimate
+from kueue_graphql.kueue.queue_order import WhyAhead
 
 __all__ = ["AheadEntry", "AheadInput", "AheadReport", "WhyAhead", "ahead_of_me"]
 
@@ -51,14 +52,11 @@ class AheadInput:
     queueing_strategy: str | None
     unavailable: Sequence[str] = ()
     start: StartEstimate | None = None
-
-
-@dataclass(frozen=True)
-class WhyAhead:
-    higher_priority: int
-    same_priority_earlier: int
-    same_priority_requeued: int
-    """Same priority, created later: ordered by its eviction (requeue) time, or yours is."""
+    why_local: WhyAhead | None = None
+    """Counted where the whole queue is at hand (the `cache` read mode): then the entries ahead
+    are not listed (`local_entries` None)."""
+    why_cluster: WhyAhead | None = None
+    """The same over the ClusterQueue (`cluster_entries` None)."""
 
 
 @dataclass(frozen=True)
@@ -118,8 +116,8 @@ def ahead_of_me(inp: AheadInput) -> AheadReport:
         held=None
         if inp.held is None
         else tuple((f, r, v) for (f, r), v in sorted(inp.held.items())),
-        why_local=_why(inp, inp.local_entries),
-        why_cluster=_why(inp, inp.cluster_entries),
+        why_local=inp.why_local or _why(inp, inp.local_entries),
+        why_cluster=inp.why_cluster or _why(inp, inp.cluster_entries),
         queueing_strategy=inp.queueing_strategy,
         ordering=_ordering(inp.queueing_strategy),
         unavailable=tuple(inp.unavailable),

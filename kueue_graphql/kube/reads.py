@@ -12,6 +12,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 from strawberry.dataloader import DataLoader
 
@@ -30,12 +31,25 @@ from kueue_graphql.kube.pending_pages import pending_pages
 from kueue_graphql.kube.resources import EVENT, VISIBILITY_LOCAL_QUEUE, Resource
 from kueue_graphql.kueue.objects import metadata
 from kueue_graphql.kueue.pending_entry import OwnEntry, own_entry
+from kueue_graphql.kueue.queue_order import WhyAhead
 
 # Kubernetes paginates big lists; this page size keeps single responses bounded.
 _LIST_PAGE = 500
 # Above this many objects in one namespace wanting events, one namespace-wide list is cheaper
 # than one filtered list per object.
 _EVENTS_PER_NAMESPACE_BATCH = 3
+
+
+@dataclass(frozen=True)
+class QueueAhead:
+    """What is ahead of a Workload, counted and summed where the whole queue is at hand (the
+    `cache` read mode's ordered stores): no entry ahead needs to be read for it."""
+
+    local_requests: tuple[tuple[str, Decimal], ...]
+    """Total requests of its LocalQueue's Workloads ahead (its own namespace's), per resource."""
+    local: WhyAhead
+    cluster: WhyAhead
+    """Over the whole ClusterQueue, every namespace (counts only: no name, no request)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,9 @@ class PendingRead:
     """The API answered with an error (e.g. Kueue's visibility server failed, HTTP 500)."""
     beyond: int | None = None
     """Not among the first `beyond` entries (the bound read; the list goes on)."""
+    ahead: QueueAhead | None = None
+    """Counts and sums of what is ahead, when `ahead` was asked of a read mode that has them
+    (then `items` holds only the Workload's own entry)."""
 
 
 @dataclass(frozen=True)

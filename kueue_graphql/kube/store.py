@@ -31,7 +31,7 @@ import itertools
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.paging import OrderKey, Page, PageRequest, object_order_key
@@ -51,6 +51,14 @@ IndexFunc = Callable[[JsonObject], list[PostingKey]]
 SortKey = tuple[Any, ...]
 OrderFunc = Callable[[JsonObject], list[tuple[PostingKey, SortKey]]]
 OrderedEntry = tuple[SortKey, OrderKey]
+_T = TypeVar("_T")
+# Whether a value derived from an ordered posting still holds after one of its objects changed
+# (old, new) without moving in the posting.
+Keep = Callable[[JsonObject, JsonObject], bool]
+
+
+def _never(old: JsonObject, new: JsonObject) -> bool:
+    return False
 
 
 def namespace_key(namespace: str | None) -> PostingKey:
@@ -101,6 +109,10 @@ class StoreState:
     ordered_of: dict[OrderKey, tuple[tuple[PostingKey, OrderedEntry], ...]] = field(
         default_factory=dict
     )
+    derived: dict[PostingKey, dict[str, tuple[object, Keep]]] = field(default_factory=dict)
+    """Values computed from an ordered posting and its objects (`Indexer.derived`), dropped
+    when an entry of that posting is added or removed, or changed in a way its `Keep` says
+    matters."""
     resource_version: str = ""
 
 
@@ -210,6 +222,8 @@ class Indexer:
             return
         ingest(self.resource, obj)
         key = object_order_key(obj)
+        before = state.objects.get(key)
+        placed = dict(state.ordered_of.get(key, ()))
         self._remove(state, key)
         if event_type != "DELETED":
             state.objects[key] = obj
@@ -222,7 +236,31 @@ class Indexer:
                 state.ordered_of[key] = ordered
                 for index_key, entry in ordered:
                     bisect.insort(state.ordered.setdefault(index_key, []), entry)
+        self._forget_derived(state, before, None if event_type == "DELETED" else obj, placed)
         self._tell(obj)
+
+    @staticmethod
+    def _forget_derived(
+        state: StoreState,
+        before: JsonObject | None,
+        after: JsonObject | None,
+        placed: dict[PostingKey, OrderedEntry],
+    ) -> None:
+        """Drop what was derived from the postings a change touched: all of it where an entry
+        came, went or moved; where the object stayed in place, what its `Keep` does not keep."""
+        key = None if after is None else object_order_key(after)
+        now = dict(state.ordered_of.get(key, ())) if key is not None else {}
+        for index_key in placed.keys() | now.keys():
+            kept = state.derived.get(index_key)
+            if kept is None:
+                continue
+            entry = now.get(index_key)
+            if entry is None or entry != placed.get(index_key) or before is None or after is None:
+                del state.derived[index_key]
+                continue
+            for name, (_, keep) in list(kept.items()):
+                if not keep(before, after):
+                    del kept[name]
 
     def size(self) -> int:
         """Objects in the store now (0 before the first list)."""
@@ -277,6 +315,25 @@ class Indexer:
         """The ordered posting of `index_key`, (sort key, storage key) ascending; read it,
         never change it (bisect it for a rank: O(log n))."""
         return self.state().ordered.get(index_key, ())
+
+    def derived(
+        self,
+        index_key: PostingKey,
+        name: str,
+        build: Callable[[Sequence[OrderedEntry]], _T],
+        keep: Keep = _never,
+    ) -> _T:
+        """`build(ordered(index_key))`, computed once and kept until the posting changes (an
+        entry added, removed or moved), or one of its objects changes in place in a way `keep`
+        does not keep (e.g. Kueue's status updates of pending Workloads leave their requests
+        alone): running totals over a queue. `build` may read the posting's objects (`get`),
+        never change them; the value must not hold on to the posting itself (a posting emptied
+        and refilled is another list)."""
+        state = self.state()
+        kept = state.derived.setdefault(index_key, {})
+        if name not in kept:
+            kept[name] = (build(state.ordered.get(index_key, ())), keep)
+        return cast("_T", kept[name][0])
 
     def items(self, index_key: PostingKey) -> list[JsonObject]:
         state = self.state()

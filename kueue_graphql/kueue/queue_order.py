@@ -25,13 +25,14 @@ quota (pending), `in_queue` below.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import items, metadata, spec
 
-__all__ = ["QueueOrder", "in_queue", "queue_order", "queue_timestamp"]
+__all__ = ["QueueOrder", "WhyAhead", "in_queue", "queue_order", "queue_timestamp"]
 
 QueueOrder = tuple[int, float, str, str]
 """(-priority, queue timestamp in seconds since the epoch, timestamp as written, UID): sorts
@@ -70,6 +71,23 @@ def queue_order(workload: Mapping[str, Any]) -> QueueOrder:
         stamp,
         str(metadata(workload).get("uid") or ""),
     )
+
+
+@dataclass(frozen=True)
+class WhyAhead:
+    """Entries ahead of a Workload in Kueue's queue, by why they are ahead of it."""
+
+    higher_priority: int
+    same_priority_earlier: int
+    same_priority_requeued: int
+    """Same priority, created later: ordered by its eviction (requeue) time, or yours is."""
+
+    def __add__(self, other: WhyAhead) -> WhyAhead:
+        return WhyAhead(
+            self.higher_priority + other.higher_priority,
+            self.same_priority_earlier + other.same_priority_earlier,
+            self.same_priority_requeued + other.same_priority_requeued,
+        )
 
 
 def in_queue(workload: Mapping[str, Any]) -> bool:

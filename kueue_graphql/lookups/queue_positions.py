@@ -22,12 +22,13 @@ from collections.abc import Iterator, Sequence
 
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.paging import order_key
-from kueue_graphql.kube.reads import PendingRead
+from kueue_graphql.kube.reads import PendingRead, QueueAhead
 from kueue_graphql.kube.store import ANY, Indexer, OrderedEntry
 from kueue_graphql.kueue.objects import metadata, spec
 from kueue_graphql.kueue.pending_entry import OwnEntry
-from kueue_graphql.kueue.queue_order import in_queue, queue_order
+from kueue_graphql.kueue.queue_order import WhyAhead, in_queue, queue_order
 from kueue_graphql.lookups.cache_indexes import queue_order_key
+from kueue_graphql.lookups.queue_totals import queue_counts, queue_requests
 
 __all__ = ["cached_pending_read", "cluster_queue_order", "first_in_cluster_queue"]
 
@@ -63,8 +64,9 @@ def cached_pending_read(
     *,
     ahead: bool,
 ) -> PendingRead:
-    """Workload `name`'s entry, as the visibility API would list it; its own namespace's entries
-    ahead of it too when `ahead` (O(its position in the LocalQueue)), else only its own."""
+    """Workload `name`'s entry, as the visibility API would list it; with `ahead`, what is ahead
+    of it counted and summed (lookups/queue_totals.py: O(k log n) once the LocalQueues' running
+    totals are built, which each change of a LocalQueue's queue costs once, O(n))."""
     workload = workloads.get(namespace, name)
     local = queues.get(namespace, local_queue)
     if (
@@ -82,11 +84,17 @@ def cached_pending_read(
         return PendingRead(())
     in_cluster_queue = 0
     head: OrderedEntry | None = None
+    created_raw = metadata(workload).get("creationTimestamp")
+    created = str(created_raw) if created_raw else None
+    cluster = WhyAhead(0, 0, 0)
     for queue in _queues_of(queues, cluster_queue):
         entries = workloads.ordered(queue_order_key(*queue))
         in_cluster_queue += bisect.bisect_left(entries, me)
         if entries and (head is None or entries[0] < head):
             head = entries[0]
+        if ahead:
+            counts = queue_counts(workloads, queue_order_key(*queue))
+            cluster += counts.before(entries, me, created)
     entry = {**_entry(workload, in_local_queue), "positionInClusterQueue": in_cluster_queue}
     head_name: str | None = None
     if head is not None and head != me and own and own[0] == head:
@@ -94,14 +102,16 @@ def cached_pending_read(
     found = OwnEntry(entry, in_local_queue, 0, head_name)
     if not ahead:
         return PendingRead((entry,), own=found)
-    before: list[JsonObject] = []
-    for position, (_, (_, other)) in enumerate(own[:in_local_queue]):
-        obj = workloads.get(namespace, other)
-        if obj is not None:
-            before.append(_entry(obj, position))
-    if head_name is not None and before:
-        before[0]["positionInClusterQueue"] = 0
-    return PendingRead((*before, entry), own=found)
+    posting = queue_order_key(namespace, local_queue)
+    return PendingRead(
+        (entry,),
+        own=found,
+        ahead=QueueAhead(
+            queue_requests(workloads, posting).before(in_local_queue),
+            queue_counts(workloads, posting).before(own, me, created),
+            cluster,
+        ),
+    )
 
 
 def cluster_queue_order(

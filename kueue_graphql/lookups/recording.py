@@ -62,7 +62,8 @@ def _versions(items: Collection[JsonObject]) -> object:
 
 
 def _entries(read: PendingRead) -> object:
-    # What a position is made of: the order, and each entry's positions and priority.
+    # What a position is made of: the order, each entry's positions and priority, and what
+    # is ahead when it came counted.
     return (
         read.forbidden,
         read.absent,
@@ -81,6 +82,7 @@ def _entries(read: PendingRead) -> object:
             )
             for item in read.items
         ),
+        read.ahead,  # counts and sums of what is ahead (the `cache` read mode)
     )
 
 

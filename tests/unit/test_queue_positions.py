@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -18,9 +19,11 @@ import pytest
 from kueue_graphql.kube.pending_pages import PENDING_BOUND, pending_pages
 from kueue_graphql.kube.resources import LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kueue.objects import metadata, spec
-from kueue_graphql.kueue.queue_order import in_queue, queue_order
-from kueue_graphql.lookups.cache_indexes import kueue_cache
+from kueue_graphql.kueue.podsets import total_needs, workload_requests
+from kueue_graphql.kueue.queue_order import WhyAhead, in_queue, queue_order
+from kueue_graphql.lookups.cache_indexes import kueue_cache, queue_order_key
 from kueue_graphql.lookups.queue_positions import cached_pending_read, first_in_cluster_queue
+from kueue_graphql.lookups.queue_totals import queue_counts, queue_requests
 
 # -- Kueue's order ---------------------------------------------------------------------------
 
@@ -147,6 +150,37 @@ def _brute_force(workloads: list[dict[str, Any]], queues: list[dict[str, Any]], 
     return sorted(pending, key=queue_order)
 
 
+def _requesting(wl: dict[str, Any], requests: dict[str, str], version: str) -> dict[str, Any]:
+    container = {"name": "main", "resources": {"requests": requests}}
+    pod_set = {"name": "main", "count": 2, "template": {"spec": {"containers": [container]}}}
+    return {
+        **wl,
+        "metadata": {**wl["metadata"], "resourceVersion": version},
+        "spec": {**wl["spec"], "podSets": [pod_set]},
+    }
+
+
+def _brute_force_ahead(me: dict[str, Any], ahead: list[dict[str, Any]]) -> WhyAhead:
+    """Entries ahead by why, as diagnosis/ahead.py's `_why` counts a listed queue."""
+
+    def priority(w: dict[str, Any]) -> int:
+        return spec(w).get("priority") or 0
+
+    created = metadata(me)["creationTimestamp"]
+    higher = sum(1 for x in ahead if priority(x) > priority(me))
+    same = [x for x in ahead if priority(x) == priority(me)]
+    earlier = sum(1 for x in same if metadata(x)["creationTimestamp"] <= created)
+    return WhyAhead(higher, earlier, len(same) - earlier)
+
+
+def _brute_force_requests(ahead: list[dict[str, Any]]) -> tuple[tuple[str, Decimal], ...]:
+    out: dict[str, Decimal] = {}
+    for x in ahead:
+        for res, value in total_needs(workload_requests(x)).items():
+            out[res] = out.get(res, Decimal(0)) + value
+    return tuple(sorted(out.items()))
+
+
 def _random_workloads(count: int, seed: int) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     out = []
@@ -160,16 +194,18 @@ def _random_workloads(count: int, seed: int) -> list[dict[str, Any]]:
             conditions = [
                 _evicted("PodsReadyTimeout", f"2026-01-01T00:00:{rng.randrange(60):02d}Z")
             ]
-        out.append(
-            _workload(
-                namespace,
-                f"wl-{index:04d}",
-                queue=rng.choice(["lq", "other"]),
-                priority=rng.choice([0, 0, 0, 5, -1]),
-                created=f"2026-01-01T00:00:{rng.randrange(60):02d}Z",
-                conditions=conditions,
-            )
+        wl = _workload(
+            namespace,
+            f"wl-{index:04d}",
+            queue=rng.choice(["lq", "other"]),
+            priority=rng.choice([0, 0, 0, 5, -1]),
+            created=f"2026-01-01T00:00:{rng.randrange(60):02d}Z",
+            conditions=conditions,
         )
+        requests = {"cpu": f"{rng.randrange(1, 2000)}m"}
+        if rng.random() < 0.3:
+            requests["memory"] = f"{rng.randrange(1, 64)}Gi"
+        out.append(_requesting(wl, requests, "1"))
     return out
 
 
@@ -190,9 +226,12 @@ def _check_every_position(cache: Any, workloads: list, queues: list) -> None:
             ]
             assert read.own.item["positionInClusterQueue"] == position
             assert read.own.position_in_local_queue == len(own_ahead)
-            assert [metadata(x)["name"] for x in read.items[:-1]] == [
-                metadata(x)["name"] for x in own_ahead
-            ]
+            # What is ahead, counted and summed from the running totals (one entry read).
+            assert [metadata(x)["name"] for x in read.items] == [name]
+            assert read.ahead is not None
+            assert read.ahead.local_requests == _brute_force_requests(own_ahead)
+            assert read.ahead.local == _brute_force_ahead(w, own_ahead)
+            assert read.ahead.cluster == _brute_force_ahead(w, expected[:position])
             head = expected[0]
             if (
                 head is not w
@@ -232,16 +271,36 @@ def test_cache_positions_match_a_sort_of_the_clusterqueue_and_follow_watch_event
         "status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]},
     }
     deleted = rng.choice(workloads)
-    added = _workload("b", "newcomer", priority=5, created="2026-01-01T00:00:30Z")
+    added = _requesting(
+        _workload("b", "newcomer", priority=5, created="2026-01-01T00:00:30Z"), {"cpu": "7"}, "5"
+    )
+    # Its requests changed (a new version), its place in the queue not.
+    resized = rng.choice([w for w in workloads if in_queue(w) and w not in (raised, deleted)])
+    resized = _requesting(resized, {"cpu": "3", "nvidia.com/gpu": "1"}, "7")
     store = cache.stores[WORKLOAD]
     store.apply("MODIFIED", raised, "2")
     store.apply("MODIFIED", admitted, "3")
     store.apply("DELETED", deleted, "4")
     store.apply("ADDED", added, "5")
+    store.apply("MODIFIED", resized, "7")
     by_name = {(metadata(w)["namespace"], metadata(w)["name"]): w for w in workloads}
-    for changed in (raised, admitted, added):
+    for changed in (raised, admitted, added, resized):
         by_name[(metadata(changed)["namespace"], metadata(changed)["name"])] = changed
     del by_name[(metadata(deleted)["namespace"], metadata(deleted)["name"])]
+    _check_every_position(cache, list(by_name.values()), queues)
+
+    # Kueue's status update of a pending Workload (a new version, same place, same requests)
+    # keeps the running totals: counted by identity, nothing rebuilt.
+    still = next(w for w in by_name.values() if in_queue(w) and metadata(w)["namespace"] == "a")
+    posting = queue_order_key("a", spec(still)["queueName"])
+    kept = (queue_requests(store, posting), queue_counts(store, posting))
+    condition = {"type": "QuotaReserved", "status": "False", "reason": "Pending"}
+    updated = {**still, "status": {"conditions": [*still["status"]["conditions"], condition]}}
+    updated = {**updated, "metadata": {**updated["metadata"], "resourceVersion": "8"}}
+    store.apply("MODIFIED", updated, "8")
+    by_name[("a", metadata(still)["name"])] = updated
+    assert (queue_requests(store, posting), queue_counts(store, posting)) == kept
+    assert queue_requests(store, posting) is kept[0]
     _check_every_position(cache, list(by_name.values()), queues)
 
     # A LocalQueue moved to another ClusterQueue takes its Workloads along (no re-index).
