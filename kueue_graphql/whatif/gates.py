@@ -6,6 +6,9 @@ ClusterQueue and a namespaceSelector that excludes the namespace in pkg/schedule
 (`nominate`). A ClusterQueue being deleted (deletionTimestamp set, kept by its finalizer while
 Workloads hold quota in it) is "terminating" in Kueue's cache, so inactive, although its Active
 condition is not rewritten (pkg/controller/core/clusterqueue_controller.go returns before it).
+A ClusterQueue naming a ResourceFlavor that does not exist is inactive in Kueue's cache
+(pkg/cache/scheduler: missing flavors make its status pending) as soon as Kueue sees it, before
+its Active condition says so: whatIf asked in that moment says what Kueue will say.
 The messages are Kueue's own. Where the Namespace's labels could not be read, no verdict is
 claimed (UNKNOWN, NAMESPACE_NOT_READABLE): the selector may exclude it.
 """
@@ -16,7 +19,7 @@ from collections.abc import Mapping
 
 from kueue_graphql.kueue.label_selector import label_selector_matches
 from kueue_graphql.kueue.model import Absent, Forbidden, Verdict, known
-from kueue_graphql.kueue.objects import condition, dig, metadata, name, text
+from kueue_graphql.kueue.objects import condition, dig, items, metadata, name, text
 from kueue_graphql.whatif.model import WhatIfInput
 
 __all__ = ["queue_gate"]
@@ -53,7 +56,9 @@ def queue_gate(inp: WhatIfInput) -> tuple[Verdict, str, str | None] | None:
             f"ClusterQueue {cq_name} is inactive",
         )
     active = condition(cq, "Active")
-    if active is not None and active.get("status") == "False":
+    if (active is not None and active.get("status") == "False") or _names_missing_flavor(
+        cq, known(inp.resource_flavors)
+    ):
         return (
             Verdict.QUEUE_INACTIVE,
             "CLUSTER_QUEUE_INACTIVE",
@@ -74,3 +79,16 @@ def queue_gate(inp: WhatIfInput) -> tuple[Verdict, str, str | None] | None:
             "Workload namespace doesn't match ClusterQueue selector",
         )
     return None
+
+
+def _names_missing_flavor(cq: Mapping[str, object], flavors: object) -> bool:
+    """The ClusterQueue names a ResourceFlavor that does not exist (False when the caller may
+    not list ResourceFlavors: nothing is claimed)."""
+    if not isinstance(flavors, list | tuple):
+        return False
+    existing = {name(f) for f in flavors}
+    return any(
+        text(flavor, "name") not in existing
+        for group in items(cq, "spec", "resourceGroups")
+        for flavor in items(group, "flavors")
+    )

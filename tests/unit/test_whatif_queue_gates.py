@@ -92,3 +92,36 @@ def test_a_cluster_queue_being_deleted_admits_nothing() -> None:
     assert result.kueue_message == "ClusterQueue cq is inactive"
     assert "being deleted" in result.summary
     assert any("another LocalQueue" in step for step in result.next_steps)
+
+
+def _ask_with_flavors(flavors: Observed[list[dict[str, Any]]]) -> WhatIfResult:
+    cq = _cq()  # Active=True: Kueue has not written its status since the ClusterQueue changed
+    return what_if(
+        WhatIfInput(
+            namespace="team",
+            local_queue={
+                "metadata": {"name": "lq", "namespace": "team"},
+                "spec": {"clusterQueue": "cq"},
+            },
+            pod_sets=[ProposedPodSet("main", 1, {"cpu": Decimal(1)})],
+            cluster_queue=cq,
+            resource_flavors=flavors,
+            cluster_queues=[cq],
+            cohorts=[],
+            namespace_labels={},
+        )
+    )
+
+
+def test_a_cluster_queue_naming_a_missing_flavor_is_inactive() -> None:
+    # s-inactive-until-flavor (fresh-clone run of a9efcbf): whatIf asked before Kueue wrote the
+    # ClusterQueue's Active=False said "flavor ... not found"; Kueue says it is inactive.
+    result = _ask_with_flavors([{"metadata": {"name": "spot"}, "spec": {}}])
+    assert result.verdict is Verdict.QUEUE_INACTIVE
+    assert result.limited_by == "CLUSTER_QUEUE_INACTIVE"
+    assert result.kueue_message == "ClusterQueue cq is inactive"
+
+
+def test_flavors_the_caller_may_not_list_claim_no_inactive_queue() -> None:
+    result = _ask_with_flavors(Forbidden("list resourceflavors"))
+    assert result.limited_by != "CLUSTER_QUEUE_INACTIVE"
