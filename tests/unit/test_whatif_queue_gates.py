@@ -34,7 +34,14 @@ def _cq(selector: Any = ABSENT_SELECTOR, **metadata: Any) -> dict[str, Any]:
     }
 
 
-def _ask(cq: dict[str, Any], labels: Observed[dict[str, str]]) -> WhatIfResult:
+ON_DEMAND = [{"metadata": {"name": "on-demand"}, "spec": {}}]
+
+
+def _ask(
+    cq: dict[str, Any],
+    labels: Observed[dict[str, str]],
+    flavors: Observed[list[dict[str, Any]]] = ON_DEMAND,
+) -> WhatIfResult:
     return what_if(
         WhatIfInput(
             namespace="team",
@@ -44,7 +51,7 @@ def _ask(cq: dict[str, Any], labels: Observed[dict[str, str]]) -> WhatIfResult:
             },
             pod_sets=[ProposedPodSet("main", 1, {"cpu": Decimal(1)})],
             cluster_queue=cq,
-            resource_flavors=[{"metadata": {"name": "on-demand"}, "spec": {}}],
+            resource_flavors=flavors,
             cluster_queues=[cq],
             cohorts=[],
             namespace_labels=labels,
@@ -95,22 +102,8 @@ def test_a_cluster_queue_being_deleted_admits_nothing() -> None:
 
 
 def _ask_with_flavors(flavors: Observed[list[dict[str, Any]]]) -> WhatIfResult:
-    cq = _cq()  # Active=True: Kueue has not written its status since the ClusterQueue changed
-    return what_if(
-        WhatIfInput(
-            namespace="team",
-            local_queue={
-                "metadata": {"name": "lq", "namespace": "team"},
-                "spec": {"clusterQueue": "cq"},
-            },
-            pod_sets=[ProposedPodSet("main", 1, {"cpu": Decimal(1)})],
-            cluster_queue=cq,
-            resource_flavors=flavors,
-            cluster_queues=[cq],
-            cohorts=[],
-            namespace_labels={},
-        )
-    )
+    # Active=True: Kueue has not written its status since the ClusterQueue changed.
+    return _ask(_cq(), {}, flavors)
 
 
 def test_a_cluster_queue_naming_a_missing_flavor_is_inactive() -> None:
