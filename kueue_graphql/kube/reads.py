@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from strawberry.dataloader import DataLoader
 
@@ -213,6 +214,28 @@ class RequestReads:
         await self.require(Access("list", resource, namespace))
         return await self._lists.load(ListKey(resource, namespace, label_selector, field_selector))
 
+    def start_list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> None:
+        """Send a list read now, without a loader round: a later `list_objects` of the same list
+        (which still checks the caller's access first) awaits this read instead of sending its
+        own. For a read the query will make once an earlier field resolves; the caller of this
+        has already decided the access (`may`), so a refused read is never sent. Its outcome,
+        an error too, is what that `list_objects` gets; unawaited, it is dropped with the
+        request."""
+        namespace = namespace if resource.namespaced else None
+        key = ListKey(resource, namespace, label_selector, field_selector)
+        if self._lists.cache_map.get(key) is not None:
+            return
+        started = asyncio.ensure_future(self._list(key))
+        started.add_done_callback(_retrieved)
+        self._lists.cache_map.set(key, started)
+
     async def _load_lists(self, keys: list[ListKey]) -> list[list[JsonObject] | BaseException]:
         results = await asyncio.gather(*(self._list(key) for key in keys), return_exceptions=True)
         return list(results)
@@ -372,7 +395,7 @@ class RequestReads:
                 *(
                     # Events about cluster-scoped objects land in some namespace
                     # (usually "default"), so those are looked up across namespaces.
-                    self.list_objects(EVENT, namespace, field_selector=f"involvedObject.uid={uid}")
+                    self.list_objects(EVENT, namespace, field_selector=events_selector(uid))
                     for uid in uids
                 ),
                 return_exceptions=True,
@@ -396,6 +419,18 @@ class RequestReads:
                 assert isinstance(value, list)
                 results.append(sorted(value, key=_event_time))
         return results
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A started read's error is retrieved here too, so one no field awaited is not reported
+    as "never retrieved" (the field that awaits it gets the same error)."""
+    if not future.cancelled():
+        future.exception()
+
+
+def events_selector(uid: str) -> str:
+    """The field selector of the Events about the object with this uid."""
+    return f"involvedObject.uid={uid}"
 
 
 def _event_time(event: JsonObject) -> str:

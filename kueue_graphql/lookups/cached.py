@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 from kueue_graphql.core.errors import NotFoundError, ServiceError
 from kueue_graphql.core.identity import Identity
@@ -31,10 +30,11 @@ from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import ApiCallMeter, JsonObject
 from kueue_graphql.kube.informer_factory import SharedInformerFactory
 from kueue_graphql.kube.paging import Page, PageRequest
-from kueue_graphql.kube.reads import PendingRead
+from kueue_graphql.kube.reads import PendingRead, events_selector
 from kueue_graphql.kube.resources import (
     CLUSTER_QUEUE,
     COHORT,
+    EVENT,
     JOB,
     LOCAL_QUEUE,
     OWNER_KINDS,
@@ -74,9 +74,6 @@ class CacheReader:
         self.cache = cache
         self.meter: ApiCallMeter = direct.meter
         self._used: dict[Resource, Indexer] = {}
-        # Reads started ahead of the field that awaits them (see _start_owner_reads); held so
-        # they are not collected while they run.
-        self._ahead: set[asyncio.Future[Any]] = set()
 
     # -- identity and access (shared with the impersonated reads: one decision cache) ----------
 
@@ -226,17 +223,6 @@ class CacheReader:
         selector = f"{JOB_NAME_LABEL}={name}"
         return await self.direct.list_objects(POD, namespace, label_selector=selector)
 
-    def _ahead_of_time(self, read: Awaitable[Any]) -> None:
-        future = asyncio.ensure_future(read)
-        self._ahead.add(future)
-        future.add_done_callback(self._done_ahead)
-
-    def _done_ahead(self, future: asyncio.Future[Any]) -> None:
-        self._ahead.discard(future)
-        # Its outcome, an error too, is what the field that needs it gets from the loader.
-        if not future.cancelled():
-            future.exception()
-
     async def _start_owner_reads(
         self, store: Indexer, namespace: str, kind: str, name: str, next_reads: OwnerReads
     ) -> None:
@@ -263,18 +249,27 @@ class CacheReader:
         if not candidates:
             return
         owner = OWNER_KINDS[kind]
+        pods = next_reads.job_pods and owner is JOB and len(name) <= MAX_LABEL_VALUE
+        # One round of access decisions (held ones answer at once), then both reads are sent
+        # before the query goes on: the Events first, the slower read (the API server filters
+        # the namespace's Events by field).
         allowed = await asyncio.gather(
             self.may(Access("list", WORKLOAD, namespace)),
             self.may(Access("get", owner, namespace, name)),
+            self.may(Access("list", EVENT, namespace)),
+            self.may(Access("list", POD, namespace)),
             return_exceptions=True,
         )
-        may_list_workloads, may_get_owner = (a is True for a in allowed)
+        may_list_workloads, may_get_owner, may_list_events, may_list_pods = (
+            a is True for a in allowed
+        )
         if not may_list_workloads:
             return
-        if next_reads.events:
-            self._ahead_of_time(self.direct.events_for(newest(candidates)))
-        if next_reads.job_pods and owner is JOB and may_get_owner and len(name) <= MAX_LABEL_VALUE:
-            self._ahead_of_time(self._job_name_pods(namespace, name))
+        uid = metadata(newest(candidates)).get("uid")
+        if next_reads.events and may_list_events and uid:
+            self.direct.start_list(EVENT, namespace, field_selector=events_selector(str(uid)))
+        if pods and may_get_owner and may_list_pods:
+            self.direct.start_list(POD, namespace, label_selector=f"{JOB_NAME_LABEL}={name}")
 
     # -- lookups from the indexes --------------------------------------------------------------
 
