@@ -103,6 +103,10 @@ class RequestReads:
         self.client = client
         self.authorizer = authorizer
         self._identity = identity
+        # The identity without a wait once this request has it (LazyIdentity.known), else None.
+        self._known_identity: Callable[[], Identity | None] = getattr(
+            identity, "known", lambda: None
+        )
         self.impersonate = impersonate
         self.meter = meter
         # resourceVersion=0 on gets and first list pages: the API server answers from its own
@@ -145,6 +149,17 @@ class RequestReads:
         return list(results)
 
     async def may(self, access: Access) -> bool:
+        # A decision this request or the shared cache already holds is answered at once: the
+        # loader's batch would answer the same, a loop round and a Task later.
+        known = self._decisions.get(access)
+        if known is None:
+            identity = self._known_identity()
+            if identity is not None:
+                known = self.authorizer.cached(identity, access)
+                if known is not None:
+                    self._decisions[access] = known
+        if known is not None:
+            return known
         return await self._access.load(access)
 
     def decisions(self) -> dict[Access, bool]:
