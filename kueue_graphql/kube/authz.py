@@ -101,12 +101,9 @@ class Authorizer:
     async def allowed(self, identity: Identity, access: Access, meter: ApiCallMeter) -> bool:
         key = self._key(identity, access)
         while True:
-            if key in self._grants:
-                _CACHE_HITS.inc()
-                return True
-            if key in self._denials:
-                _CACHE_HITS.inc()
-                return False
+            known = self.cached(identity, access)
+            if known is not None:
+                return known
             pending = self._in_flight.get(key)
             if pending is None:
                 return await self._review_shared(key, identity, access, meter)
