@@ -32,6 +32,12 @@ position 0) and `probe-tail` (priority -10, behind all N). `diagnose` and `ahead
 are measured like the list queries, and each answer's position is printed (ABSENT would be a
 bug). `--only-positions` measures just those and the floor (a shorter run on a shared machine).
 
+`--together` (positions only) puts every size's queue in the cluster at once, each in its own
+namespaces and ClusterQueue (`bench-scale-<N>`, `bench-scale-<N>-b`, `cq-bench-scale-<N>`),
+and one server per read mode answers `n` rounds of every position query of every size, the
+sizes' order alternating: the 10k/1k ratio is then measured under the same load, not across
+minutes in which other work on the machine comes and goes.
+
 It cleans up after itself (deletes the namespaces and the ClusterQueue), also on Ctrl-C.
 `--read-mode cache` needs a build whose `serve` has `--read-mode`; otherwise it says so and
 measures the modes it can.
@@ -65,12 +71,42 @@ from admission_path import (
 )
 from launch import free_port, launched
 
-NAMESPACE = "bench-scale"
-# Same-named LocalQueue, same ClusterQueue: Kueue's list of NAMESPACE's queue shows these too.
-OTHER_NAMESPACE = "bench-scale-b"
-NAMESPACES = (NAMESPACE, OTHER_NAMESPACE)
-LOCAL_QUEUE = "lq-bench-scale"
-CLUSTER_QUEUE = "cq-bench-scale"
+
+@dataclass(frozen=True)
+class QueueSet:
+    """Where one size's pending Workloads live: a ClusterQueue with zero quota, a LocalQueue in
+    `namespace` (the probes too) and a same-named one in `other_namespace` (Kueue's list of
+    `namespace`'s queue shows those too, kueue#10575)."""
+
+    namespace: str
+    other_namespace: str
+    local_queue: str
+    cluster_queue: str
+
+    @property
+    def namespaces(self) -> tuple[str, str]:
+        return (self.namespace, self.other_namespace)
+
+    def namespace_of(self, index: int) -> str:
+        return self.namespaces[index % 2]
+
+    @classmethod
+    def of_size(cls, size: int) -> QueueSet:
+        """The queue set of one size in `--together` runs, beside the others."""
+        return cls(
+            f"bench-scale-{size}",
+            f"bench-scale-{size}-b",
+            "lq-bench-scale",
+            f"cq-bench-scale-{size}",
+        )
+
+
+DEFAULT_SET = QueueSet("bench-scale", "bench-scale-b", "lq-bench-scale", "cq-bench-scale")
+NAMESPACE = DEFAULT_SET.namespace
+OTHER_NAMESPACE = DEFAULT_SET.other_namespace
+NAMESPACES = DEFAULT_SET.namespaces
+LOCAL_QUEUE = DEFAULT_SET.local_queue
+CLUSTER_QUEUE = DEFAULT_SET.cluster_queue
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 KUEUE_RESOURCES = {
     "workloads",
@@ -84,14 +120,16 @@ KUEUE_RESOURCES = {
     "localqueues/pendingworkloads",
 }
 
-QUEUES = f"""
+
+def queues_manifest(q: QueueSet) -> str:
+    return f"""
 apiVersion: v1
 kind: Namespace
-metadata: {{name: {NAMESPACE}, labels: {{kueue-graphql.example/bench: scale}}}}
+metadata: {{name: {q.namespace}, labels: {{kueue-graphql.example/bench: scale}}}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
-metadata: {{name: {CLUSTER_QUEUE}}}
+metadata: {{name: {q.cluster_queue}}}
 spec:
   namespaceSelector: {{}}
   queueingStrategy: StrictFIFO
@@ -105,36 +143,41 @@ spec:
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
-metadata: {{name: {LOCAL_QUEUE}, namespace: {NAMESPACE}}}
-spec: {{clusterQueue: {CLUSTER_QUEUE}}}
+metadata: {{name: {q.local_queue}, namespace: {q.namespace}}}
+spec: {{clusterQueue: {q.cluster_queue}}}
 ---
 apiVersion: v1
 kind: Namespace
-metadata: {{name: {OTHER_NAMESPACE}, labels: {{kueue-graphql.example/bench: scale}}}}
+metadata: {{name: {q.other_namespace}, labels: {{kueue-graphql.example/bench: scale}}}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
-metadata: {{name: {LOCAL_QUEUE}, namespace: {OTHER_NAMESPACE}}}
-spec: {{clusterQueue: {CLUSTER_QUEUE}}}
+metadata: {{name: {q.local_queue}, namespace: {q.other_namespace}}}
+spec: {{clusterQueue: {q.cluster_queue}}}
 """
+
+
+QUEUES = queues_manifest(DEFAULT_SET)
 # The Workloads whose positions are measured: first and last of the ClusterQueue's queue.
 PROBES = {"probe-head": 10, "probe-tail": -10}
 
 
 def namespace_of(index: int) -> str:
-    return NAMESPACES[index % 2]
+    return DEFAULT_SET.namespace_of(index)
 
 
-def workload(index: int, name: str | None = None, priority: int = 0) -> dict[str, Any]:
+def workload(
+    index: int, name: str | None = None, priority: int = 0, q: QueueSet = DEFAULT_SET
+) -> dict[str, Any]:
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {
             "name": name or f"wl-{index:06d}",
-            "namespace": NAMESPACE if name else namespace_of(index),
+            "namespace": q.namespace if name else q.namespace_of(index),
         },
         "spec": {
-            "queueName": LOCAL_QUEUE,
+            "queueName": q.local_queue,
             # Kueue v0.17's visibility server dereferences spec.priority unchecked.
             "priority": priority,
             "podSets": [
@@ -204,24 +247,34 @@ QUERIES = [
     ),
 ]
 DIAGNOSE_POSITION = (
-    f'query($name: String!) {{ diagnose(namespace: "{NAMESPACE}", kind: "Workload", '
+    'query($ns: String!, $name: String!) { diagnose(namespace: $ns, kind: "Workload", '
     "name: $name) { stage summary queuePosition { visibility positionInClusterQueue "
     "positionInLocalQueue positionBeyond detail } } }"
 )
 AHEAD_OF_ME = (
-    f'query($name: String!) {{ diagnose(namespace: "{NAMESPACE}", kind: "Workload", '
+    'query($ns: String!, $name: String!) { diagnose(namespace: $ns, kind: "Workload", '
     "name: $name) { queuePosition { visibility positionInClusterQueue positionBeyond } "
     "aheadOfMe { inLocalQueue inClusterQueue whyAheadInLocalQueue { higherPriority } "
     "startEstimate { explanation } } } }"
 )
-POSITION_QUERIES = [
-    Query(
-        f"diagnose {probe} (position {'0' if priority > 0 else 'N'})",
-        DIAGNOSE_POSITION,
-        {"name": probe},
-    )
-    for probe, priority in PROBES.items()
-] + [Query(f"aheadOfMe {probe}", AHEAD_OF_ME, {"name": probe}) for probe in PROBES]
+
+
+def position_queries(q: QueueSet) -> list[Query]:
+    """`diagnose` and `aheadOfMe` of the two probes of one queue set."""
+    return [
+        Query(
+            f"diagnose {probe} (position {'0' if priority > 0 else 'N'})",
+            DIAGNOSE_POSITION,
+            {"ns": q.namespace, "name": probe},
+        )
+        for probe, priority in PROBES.items()
+    ] + [
+        Query(f"aheadOfMe {probe}", AHEAD_OF_ME, {"ns": q.namespace, "name": probe})
+        for probe in PROBES
+    ]
+
+
+POSITION_QUERIES = position_queries(DEFAULT_SET)
 QUERIES += POSITION_QUERIES
 IDEAL = "ideal raw client: GET workloads?limit=21"
 
@@ -262,32 +315,32 @@ def api_env() -> tuple[str, Path]:
 # -- the Workloads ------------------------------------------------------------------------
 
 
-def wait_for_namespace_gone(max_seconds: float) -> None:
+def wait_for_namespace_gone(max_seconds: float, namespaces: tuple[str, ...] = NAMESPACES) -> None:
     deadline = time.monotonic() + max_seconds
     while time.monotonic() < deadline:
         if not any(
-            kubectl("get", "namespace", ns, "--ignore-not-found", "-o", "name") for ns in NAMESPACES
+            kubectl("get", "namespace", ns, "--ignore-not-found", "-o", "name") for ns in namespaces
         ):
             return
         time.sleep(2)
-    raise SystemExit(f"namespaces {NAMESPACES} still terminating after {max_seconds:.0f} s")
+    raise SystemExit(f"namespaces {namespaces} still terminating after {max_seconds:.0f} s")
 
 
-def set_up_queues() -> None:
+def set_up_queues(q: QueueSet = DEFAULT_SET) -> None:
     phases = [
         kubectl("get", "namespace", ns, "--ignore-not-found", "-o", "jsonpath={.status.phase}")
-        for ns in NAMESPACES
+        for ns in q.namespaces
     ]
     if "Terminating" in phases:
-        print(f"waiting for the previous {NAMESPACE} namespace to go", flush=True)
-        wait_for_namespace_gone(600)
-    kubectl("apply", "-f", "-", stdin=QUEUES)
+        print(f"waiting for the previous {q.namespace} namespace to go", flush=True)
+        wait_for_namespace_gone(600, q.namespaces)
+    kubectl("apply", "-f", "-", stdin=queues_manifest(q))
 
 
-async def count_workloads(http: httpx.AsyncClient) -> int:
+async def count_workloads(http: httpx.AsyncClient, q: QueueSet = DEFAULT_SET) -> int:
     """The numbered Workloads of both namespaces (the probes not counted)."""
     count = 0
-    for namespace in NAMESPACES:
+    for namespace in q.namespaces:
         cont = ""
         while True:
             params = {"limit": "500", **({"continue": cont} if cont else {})}
@@ -301,22 +354,23 @@ async def count_workloads(http: httpx.AsyncClient) -> int:
     return count
 
 
-async def create_workloads(target: int, concurrency: int) -> None:
+async def create_workloads(target: int, concurrency: int, q: QueueSet = DEFAULT_SET) -> None:
     url, ca = api_env()
     headers = {"Authorization": f"Bearer {token('admin')}"}
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(
         base_url=url, headers=headers, verify=str(ca), timeout=60, limits=limits
     ) as http:
-        have = await count_workloads(http)
+        have = await count_workloads(http, q)
         for probe, priority in PROBES.items():
             response = await http.post(
-                f"{KUEUE}/namespaces/{NAMESPACE}/workloads", json=workload(0, probe, priority)
+                f"{KUEUE}/namespaces/{q.namespace}/workloads",
+                json=workload(0, probe, priority, q),
             )
             if response.status_code not in (201, 409):
                 raise SystemExit(f"probe {probe}: {response.status_code} {response.text[:200]}")
         if have >= target:
-            print(f"{have} Workloads already in {', '.join(NAMESPACES)}", flush=True)
+            print(f"{have} Workloads already in {', '.join(q.namespaces)}", flush=True)
             return
         todo = iter(range(have, target))
         done = failed = 0
@@ -327,7 +381,8 @@ async def create_workloads(target: int, concurrency: int) -> None:
             nonlocal done, failed, last_print
             for index in todo:
                 response = await http.post(
-                    f"{KUEUE}/namespaces/{namespace_of(index)}/workloads", json=workload(index)
+                    f"{KUEUE}/namespaces/{q.namespace_of(index)}/workloads",
+                    json=workload(index, q=q),
                 )
                 if response.status_code in (201, 409):
                     done += 1
@@ -355,14 +410,14 @@ async def create_workloads(target: int, concurrency: int) -> None:
             raise SystemExit(f"{failed} Workloads could not be created: {errors}")
 
 
-def wait_until_kueue_counts(target: int, max_seconds: float) -> None:
+def wait_until_kueue_counts(target: int, max_seconds: float, q: QueueSet = DEFAULT_SET) -> None:
     """Kueue has queued them all (ClusterQueue status.pendingWorkloads), so every read mode
     and the visibility API see the same cluster."""
     deadline = time.monotonic() + max_seconds
     pending = -1
     while time.monotonic() < deadline:
         status = kubectl(
-            "get", "clusterqueue", CLUSTER_QUEUE, "-o", "jsonpath={.status.pendingWorkloads}"
+            "get", "clusterqueue", q.cluster_queue, "-o", "jsonpath={.status.pendingWorkloads}"
         )
         pending = int(status or -1)
         if pending >= target + len(PROBES):
@@ -371,16 +426,17 @@ def wait_until_kueue_counts(target: int, max_seconds: float) -> None:
     print(f"  (Kueue counts {pending} pending of {target} after {max_seconds:.0f} s; going on)")
 
 
-def clean_up() -> None:
-    print(f"cleaning up: deleting namespaces {NAMESPACES} and ClusterQueue {CLUSTER_QUEUE}")
-    for namespace in NAMESPACES:
+def clean_up(sets: tuple[QueueSet, ...] = (DEFAULT_SET,)) -> None:
+    namespaces = tuple(ns for q in sets for ns in q.namespaces)
+    queues = [q.cluster_queue for q in sets]
+    print(f"cleaning up: deleting namespaces {namespaces} and ClusterQueues {queues}")
+    for namespace in namespaces:
         kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false", check=False)
-    kubectl(
-        "delete", "clusterqueue", CLUSTER_QUEUE, "--ignore-not-found", "--wait=false", check=False
-    )
+    for queue in queues:
+        kubectl("delete", "clusterqueue", queue, "--ignore-not-found", "--wait=false", check=False)
     try:
-        wait_for_namespace_gone(600)
-        print(f"namespace {NAMESPACE} is gone")
+        wait_for_namespace_gone(600, namespaces)
+        print(f"namespaces {', '.join(namespaces)} are gone")
     except SystemExit as error:
         print(error)
 
@@ -503,11 +559,11 @@ def measure_ideal(n: int) -> Figures:
     )
 
 
-def print_positions(http: httpx.Client) -> None:
+def print_positions(http: httpx.Client, queries: list[Query] = POSITION_QUERIES) -> None:
     """What each position query answered (once more, as viewer): a pending probe must never be
     ABSENT."""
     headers = {"Authorization": f"Bearer {token('viewer')}"}
-    for query in POSITION_QUERIES:
+    for query in queries:
         body = http.post(
             "/graphql", json={"query": query.text, "variables": query.variables}, headers=headers
         ).json()
@@ -728,6 +784,85 @@ def print_ratios(read_mode: str, small: int, large: int, figures: dict[int, Any]
     )
 
 
+def measure_together(read_mode: str, with_flag: bool, sets: dict[int, QueueSet], n: int) -> None:
+    """`--together`: every size's queue set is in the cluster at once, and one server answers
+    `n` rounds, each asking every position query of every size once (the order of the sizes
+    alternating), so both sizes see the same load: the ratio of their p50s is the cost of the
+    queue's length alone."""
+    queries = {
+        size: [Query(FLOOR, "{ __typename }"), *position_queries(q)] for size, q in sets.items()
+    }
+    sizes = sorted(sets)
+    samples = {(size, q.label): Sampled() for size in sizes for q in queries[size]}
+    with (
+        server(read_mode, with_flag) as (url, process),
+        httpx.Client(base_url=url, timeout=120) as http,
+    ):
+        for size in sizes:  # warm-up
+            for query in queries[size]:
+                for _ in range(2):
+                    ask(http, process.pid, query, Sampled())
+        for index in range(n):
+            order = sizes if index % 2 == 0 else sizes[::-1]
+            for i in range(len(queries[sizes[0]])):
+                for size in order:
+                    query = queries[size][i]
+                    ask(http, process.pid, query, samples[(size, query.label)])
+        small, large = sizes[0], sizes[-1]
+        print(
+            f"{'query (p50 / p95 ms, CPU ms per request)':48} "
+            + " ".join(f"{f'{size} pending':>24}" for size in sizes)
+            + f" {'p50 ratio':>10}"
+        )
+        worst = ("", 0.0)
+        for query in queries[small]:
+            cells = []
+            for size in sizes:
+                got = samples[(size, query.label)]
+                cells.append(
+                    f"{percentile(got.seconds, 50) * 1000:6.1f} "
+                    f"{percentile(got.seconds, 95) * 1000:6.1f} "
+                    f"{got.cpu / max(1, len(got.seconds)) * 1000:6.1f}"
+                )
+                if got.failures:
+                    cells[-1] += f" ({len(got.failures)} failed: {got.failures[0][:80]})"
+            ratio = percentile(samples[(large, query.label)].seconds, 50) / percentile(
+                samples[(small, query.label)].seconds, 50
+            )
+            if query.label != FLOOR and ratio > worst[1]:
+                worst = (query.label, ratio)
+            print(f"{query.label:48} " + " ".join(f"{c:>24}" for c in cells) + f" {ratio:9.2f}x")
+        for size in sizes:
+            print(f"  positions at {size}:")
+            print_positions(http, position_queries(sets[size]))
+        print(
+            f"largest position-query p50 ratio {large}/{small}, same run: x{worst[1]:.2f} "
+            f"({worst[0]}; issue 26 asks <= 1.5 in cache mode); load average {load_average()}"
+        )
+
+
+def run_together(args: argparse.Namespace, modes: list[str], has_flag: bool) -> None:
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    sets = {size: QueueSet.of_size(size) for size in sizes}
+    try:
+        for size, q in sets.items():
+            print(
+                f"\n== {size} pending Workloads in {q.cluster_queue} (half of them in "
+                f"{q.other_namespace}'s same-named LocalQueue) + 2 probes in {q.namespace} ==",
+                flush=True,
+            )
+            set_up_queues(q)
+            asyncio.run(create_workloads(size, args.concurrency, q))
+            wait_until_kueue_counts(size, 300, q)
+        for mode in modes:
+            print(
+                f"\n-- read mode {mode}, sizes {sizes} together (load average {load_average()}) --"
+            )
+            measure_together(mode, has_flag, sets, args.n)
+    finally:
+        clean_up(tuple(sets.values()))
+
+
 def run(args: argparse.Namespace) -> None:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if args.only_positions:
@@ -744,6 +879,9 @@ def run(args: argparse.Namespace) -> None:
         f"kueue-graphql scale benchmark: sizes {sizes}, read modes {modes}, n={args.n} per "
         f"query (after 2 warm-up requests), as viewer, over loopback; server CPU from /proc"
     )
+    if args.together:
+        run_together(args, modes, has_flag)
+        return
     set_up_queues()
     results: dict[str, dict[int, Any]] = {m: {} for m in modes}
     for size in sizes:
@@ -791,6 +929,13 @@ def main() -> None:
         action="store_true",
         help="measure only the floor and the diagnose/aheadOfMe position queries",
     )
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="the position queries only, with every size's queue in the cluster at once and "
+        "their queries alternating (the ratio then does not depend on load drifting between "
+        "sizes)",
+    )
     args = parser.parse_args()
     if not (STATE / "env").is_file():
         raise SystemExit("no control plane: start it with `make cluster-up` (or `make demo`)")
@@ -804,7 +949,8 @@ def main() -> None:
     except KeyboardInterrupt:
         print("\ninterrupted", flush=True)
     finally:
-        clean_up()
+        if not args.together:
+            clean_up()
 
 
 if __name__ == "__main__":
