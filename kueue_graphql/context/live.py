@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import asyncio
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from kueue_graphql.core.errors import BadRequestError
@@ -29,6 +30,55 @@ class LiveLimits:
     # buffers are full) is closed with SLOW_CONSUMER (http/ws_protocol.py), well before
     # uvicorn's keep-alive (a 20 s ping, 20 s for its pong) would cut it as an abnormal close.
     send_timeout_seconds: float = 10.0
+    # Recomputes running at once (each may wait on the caller's API reads); the others wait
+    # their turn, those whose own inputs changed before those woken for a queue position only.
+    recomputes_at_once: int = 8
+
+
+class RecomputeTurns:
+    """At most `limit` recomputes at once. A freed turn goes to the longest-waiting urgent
+    recompute (a stream whose own inputs changed), else to the longest-waiting other one (a
+    position that moved): a change that moves a thousand positions does not delay the answer
+    of the Workload that changed behind a thousand recomputes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.running = 0
+        self._urgent: deque[asyncio.Future[None]] = deque()
+        self._later: deque[asyncio.Future[None]] = deque()
+
+    def waiting(self) -> int:
+        return len(self._urgent) + len(self._later)
+
+    @asynccontextmanager
+    async def turn(self, urgent: bool) -> AsyncIterator[None]:
+        if self.running < self.limit and not self.waiting():
+            self.running += 1
+        else:
+            granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            queue = self._urgent if urgent else self._later
+            queue.append(granted)
+            try:
+                await granted
+            except asyncio.CancelledError:
+                if granted.done() and not granted.cancelled():
+                    self._release()  # handed a turn it will not take: pass it on
+                else:
+                    queue.remove(granted)
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """Hand the turn to the next waiter (the count stays), or give it back."""
+        for queue in (self._urgent, self._later):
+            while queue:
+                waiter = queue.popleft()
+                waiter.set_result(None)
+                return
+        self.running -= 1
 
 
 class LiveRegistry:
@@ -37,6 +87,7 @@ class LiveRegistry:
 
     def __init__(self, limits: LiveLimits, on_closed: Callable[[], None] | None = None) -> None:
         self.limits = limits
+        self.turns = RecomputeTurns(limits.recomputes_at_once)
         # Called after each slot is freed (http.memory.FreeMemoryReturner.closed).
         self.on_closed = on_closed
         self.total = 0

@@ -34,11 +34,15 @@ from kueue_graphql.graph.diagnosis import Diagnosis, diagnose_object
 from kueue_graphql.graph.workload import Workload, WorkloadStatus
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.dependencies import Dependency
+from kueue_graphql.kube.dependencies import POSITIONS, Dependency
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD
 from kueue_graphql.kueue.objects import metadata, status
 from kueue_graphql.lookups.recording import RecordingReader, changed_since
-from kueue_graphql.observe.metrics import SUBSCRIPTION_RECHECKS, SUBSCRIPTION_RECOMPUTES
+from kueue_graphql.observe.metrics import (
+    SUBSCRIPTION_RECHECKS,
+    SUBSCRIPTION_RECOMPUTES,
+    SUBSCRIPTION_WAKES,
+)
 
 
 def _fresh(info: Info) -> RequestContext:
@@ -59,9 +63,15 @@ async def _recomputes(
     what it pushes resolve as the same caller, through the same context.
 
     Each context's reads are recorded (lookups/recording.py): the change source then wakes
-    this stream only for a change touching one of them. Every re-check interval of quiet, the
-    identity and each access decision are asked again, and the inputs no watch sees (e.g. a
-    queue position) are read again; only when one of them differs is the answer recomputed."""
+    this stream only for a change touching one of them. When the source says which of them a
+    change touched, those are read again first (a queue position: a few bisects in the `cache`
+    read mode), and the answer is recomputed only when one of them reads differently. Every
+    re-check interval, the identity and each access decision are asked again, and the inputs no
+    watch sees (e.g. a queue position in `impersonate` mode) are read again; only when one of
+    them differs is the answer recomputed.
+
+    Recomputes take turns (LiveRegistry.turns): a stream whose own inputs changed goes before
+    the streams a change of the pending order woke for a position only."""
     context, recorder = _recording(_fresh(info))
     registry = info.context.live
     changes_from = info.context.changes
@@ -69,6 +79,7 @@ async def _recomputes(
     assert changes_from is not None
     limits = registry.limits
     identity = await context.reads.identity()
+    loop = asyncio.get_running_loop()
     # The caps first: over one, BAD_REQUEST before any read of the new stream.
     with registry.slot(id(info.context), identity.username):
         LIVE_READS.set(context.reads)
@@ -76,27 +87,51 @@ async def _recomputes(
         changes = changes_from.open(identity if context.impersonate else None, targets)
         try:
             unseen = changes.depend_on(recorder.recorded)
+            checked = loop.time()
             while True:
-                if await changes.wait(limits.recheck_seconds):
+                quiet = max(0.0, checked + limits.recheck_seconds - loop.time())
+                if await changes.wait(quiet):
                     # Let the rest of a burst arrive; it is absorbed by this recompute.
                     await asyncio.sleep(limits.coalesce_seconds)
                     await changes.wait(0)
+                    touched = changes.touched()
                     fresh, fresh_recorder = _recording(_fresh(info))
+                    if await _reads_the_same(fresh_recorder, recorder, touched):
+                        SUBSCRIPTION_WAKES.labels("unchanged").inc()
+                        continue
+                    SUBSCRIPTION_WAKES.labels("recomputed").inc()
                     cause: str | None = "change"
+                    urgent = touched is None or any(k.resource != POSITIONS for k in touched)
                 else:
                     fresh, fresh_recorder = _recording(_fresh(info))
                     cause = await _recheck(fresh, identity, context, recorder, unseen)
+                    checked = loop.time()
                     if cause is None:
                         SUBSCRIPTION_RECHECKS.labels("unchanged").inc()
                         continue
                     SUBSCRIPTION_RECHECKS.labels("changed").inc()
-                SUBSCRIPTION_RECOMPUTES.labels(info.field_name, cause or "change").inc()
-                context, recorder = fresh, fresh_recorder
-                LIVE_READS.set(context.reads)
-                yield context
+                    urgent = True
+                async with registry.turns.turn(urgent):
+                    SUBSCRIPTION_RECOMPUTES.labels(info.field_name, cause or "change").inc()
+                    context, recorder = fresh, fresh_recorder
+                    LIVE_READS.set(context.reads)
+                    yield context
+                # A recompute asked the identity and every access decision again.
+                checked = loop.time()
                 unseen = changes.depend_on(recorder.recorded)
         finally:
             await changes.close()
+
+
+async def _reads_the_same(
+    fresh: RecordingReader, last: RecordingReader, touched: Collection[Dependency] | None
+) -> bool:
+    """Whether every dependency a change touched reads as the last answer read it, through the
+    fresh reader (authorized anew: a read now refused, or a token now rejected, reads
+    differently). False when what was touched is not known or not all of it was recorded."""
+    if not touched or any(key not in last.recorded for key in touched):
+        return False
+    return not await changed_since(fresh.inner, last.recorded, touched)
 
 
 def _recording(context: RequestContext) -> tuple[RequestContext, RecordingReader]:

@@ -203,7 +203,7 @@ class RecordingReader:
         self, namespace: str, local_queue: str, name: str, *, ahead: bool = False
     ) -> PendingRead:
         return await self._read(
-            position_key(namespace, local_queue),
+            position_key(namespace, local_queue, name),
             lambda r: r.pending_read(namespace, local_queue, name, ahead=ahead),
             _entries,
         )

@@ -21,7 +21,7 @@ from kueue_graphql.kube.paging import Page, PageRequest, object_order_key, page_
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kube.store import ALL, ANY, Indexer, namespace_key
 from kueue_graphql.kueue.conditions import workload_status
-from kueue_graphql.lookups.cache_indexes import kueue_cache, kueue_store
+from kueue_graphql.lookups.cache_indexes import kueue_cache, kueue_store, local_queue_of_posting
 from kueue_graphql.lookups.cached import CachedQuotaReads
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
 from kueue_graphql.lookups.selection import (
@@ -334,7 +334,7 @@ async def test_cache_changes_wake_a_subscription_after_the_store_has_the_change(
         if w["metadata"]["namespace"] == "team-a"
         and w["metadata"]["name"] != watched["metadata"]["name"]
     )
-    changes = CacheChanges(cache, _NoOtherChanges())
+    changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
     by_name = changes.open(
         None, [WatchTarget(WORKLOAD, "team-a", f"metadata.name={watched['metadata']['name']}")]
     )
@@ -376,11 +376,11 @@ async def test_cache_changes_wake_only_on_a_dependency() -> None:
     store = cache.stores[WORKLOAD]
     ours = _pending_workload("team-a", "ours", "lq", 0, "2026-01-01T00:00:00Z")
     store.replace([copy.deepcopy(ours)], "1")
-    changes = CacheChanges(cache, _NoOtherChanges())
+    changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
     sub = changes.open(None, [WatchTarget(WORKLOAD, "team-a")])
     try:
         unseen = sub.depend_on(
-            {object_key(WORKLOAD, "team-a", "ours"), position_key("team-a", "lq")}
+            {object_key(WORKLOAD, "team-a", "ours"), position_key("team-a", "lq", "ours")}
         )
         # Positions come from the store that wakes the subscription: nothing to read again
         # at the re-check.
