@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from enum import Enum
 
 import strawberry
@@ -35,9 +35,10 @@ from kueue_graphql.graph.workload import Workload, WorkloadStatus
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.dependencies import POSITIONS, Dependency
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD
+from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD, Resource
 from kueue_graphql.kueue.objects import metadata, status
-from kueue_graphql.lookups.recording import RecordingReader, changed_since
+from kueue_graphql.lookups.diagnosis import DIAGNOSIS_FINGERPRINTS
+from kueue_graphql.lookups.recording import ObjectFingerprint, RecordingReader, changed_since
 from kueue_graphql.observe.metrics import (
     SUBSCRIPTION_RECHECKS,
     SUBSCRIPTION_RECOMPUTES,
@@ -56,7 +57,9 @@ def _fresh(info: Info) -> RequestContext:
 
 
 async def _recomputes(
-    info: Info, targets: Sequence[WatchTarget]
+    info: Info,
+    targets: Sequence[WatchTarget],
+    fingerprints: Mapping[Resource, ObjectFingerprint] | None = None,
 ) -> AsyncGenerator[RequestContext, None]:
     """A fresh context now, then one after each (coalesced) change of what the last answer
     was computed from. The caller computes its answer with each; LIVE_READS makes the fields of
@@ -71,8 +74,13 @@ async def _recomputes(
     them differs is the answer recomputed.
 
     Recomputes take turns (LiveRegistry.turns): a stream whose own inputs changed goes before
-    the streams a change of the pending order woke for a position only."""
-    context, recorder = _recording(_fresh(info))
+    the streams a change of the pending order woke for a position only. `fingerprints`: what
+    the answer compares read objects of some kinds by (lookups/recording.py)."""
+
+    def recording() -> tuple[RequestContext, RecordingReader]:
+        return _recording(_fresh(info), fingerprints)
+
+    context, recorder = recording()
     registry = info.context.live
     changes_from = info.context.changes
     assert registry is not None  # checked by _fresh
@@ -95,7 +103,7 @@ async def _recomputes(
                     await asyncio.sleep(limits.coalesce_seconds)
                     await changes.wait(0)
                     touched = changes.touched()
-                    fresh, fresh_recorder = _recording(_fresh(info))
+                    fresh, fresh_recorder = recording()
                     if await _reads_the_same(fresh_recorder, recorder, touched):
                         SUBSCRIPTION_WAKES.labels("unchanged").inc()
                         continue
@@ -103,7 +111,7 @@ async def _recomputes(
                     cause: str | None = "change"
                     urgent = touched is None or any(k.resource != POSITIONS for k in touched)
                 else:
-                    fresh, fresh_recorder = _recording(_fresh(info))
+                    fresh, fresh_recorder = recording()
                     cause = await _recheck(fresh, identity, context, recorder, unseen)
                     checked = loop.time()
                     if cause is None:
@@ -134,8 +142,10 @@ async def _reads_the_same(
     return not await changed_since(fresh.inner, last.recorded, touched)
 
 
-def _recording(context: RequestContext) -> tuple[RequestContext, RecordingReader]:
-    recorder = RecordingReader(context.reads)
+def _recording(
+    context: RequestContext, fingerprints: Mapping[Resource, ObjectFingerprint] | None = None
+) -> tuple[RequestContext, RecordingReader]:
+    recorder = RecordingReader(context.reads, fingerprints)
     return dataclasses.replace(context, reads=recorder), recorder
 
 
@@ -298,7 +308,7 @@ async def _diagnosis_stream(
         *([WatchTarget(JOB, namespace)] if kind.lower() == "job" else []),
     ]
     last: object = None
-    async with contextlib.aclosing(_recomputes(info, targets)) as contexts:
+    async with contextlib.aclosing(_recomputes(info, targets, DIAGNOSIS_FINGERPRINTS)) as contexts:
         async for context in contexts:
             current = await diagnose_object(context.reads, namespace, kind, name)
             key = dx.verdict_key(current.result)
