@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from kueue_graphql.core.errors import BadRequestError
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.authz import Access, Authorizer
 from kueue_graphql.observe.metrics import SUBSCRIPTIONS_OPEN
 
 
@@ -85,14 +87,36 @@ class LiveRegistry:
     """Process-wide counts of open subscriptions. `slot` refuses (BAD_REQUEST, before any API
     call of the subscription) when a cap is reached, and frees the slot when the stream ends."""
 
-    def __init__(self, limits: LiveLimits, on_closed: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        limits: LiveLimits,
+        on_closed: Callable[[], None] | None = None,
+        authorizer: Authorizer | None = None,
+    ) -> None:
         self.limits = limits
+        # Whose cached access decisions a quiet subscription's re-check reads first.
+        self.authorizer = authorizer
         self.turns = RecomputeTurns(limits.recomputes_at_once)
         # Called after each slot is freed (http.memory.FreeMemoryReturner.closed).
         self.on_closed = on_closed
         self.total = 0
         self.by_identity: Counter[str] = Counter()
         self.by_connection: Counter[int] = Counter()
+
+    def decisions_hold(self, identity: Identity, decisions: Mapping[Access, bool]) -> bool | None:
+        """Whether each access decision is still what it was, from the authorizer's cache (the
+        answer any read would get now, shared by every subscription of the identity): False
+        when one differs, None when one is not cached (it must be asked: a review)."""
+        if self.authorizer is None:
+            return None
+        missing = False
+        for access, decided in decisions.items():
+            now = self.authorizer.cached(identity, access)
+            if now is None:
+                missing = True
+            elif now != decided:
+                return False
+        return None if missing else True
 
     @contextmanager
     def slot(self, connection: int, identity: str) -> Iterator[None]:

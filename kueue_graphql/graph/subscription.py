@@ -25,7 +25,7 @@ from enum import Enum
 import strawberry
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.context import RequestContext
+from kueue_graphql.context import LiveRegistry, RequestContext
 from kueue_graphql.core.errors import BadRequestError, NotFoundError
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -112,7 +112,7 @@ async def _recomputes(
                     urgent = touched is None or any(k.resource != POSITIONS for k in touched)
                 else:
                     fresh, fresh_recorder = recording()
-                    cause = await _recheck(fresh, identity, context, recorder, unseen)
+                    cause = await _recheck(fresh, identity, context, recorder, unseen, registry)
                     checked = loop.time()
                     if cause is None:
                         SUBSCRIPTION_RECHECKS.labels("unchanged").inc()
@@ -155,23 +155,29 @@ async def _recheck(
     last: RequestContext,
     recorded: RecordingReader,
     unseen: Collection[Dependency],
+    registry: LiveRegistry,
 ) -> str | None:
     """Why the answer must be computed again after a quiet interval, or None: "access" when
     the caller is no longer exactly `identity` or an access decision the last answer depended
-    on changed (TokenReview and SubjectAccessReview, asked anew through their short caches);
-    "inputs" when an input no watch sees reads differently. Any error says "access": the
-    recompute then meets it and ends the stream with it (UNAUTHENTICATED, UNAVAILABLE, ...)."""
+    on changed (TokenReview and SubjectAccessReview, asked anew through their short caches,
+    which every subscription of the identity shares: the decisions all cached are read from
+    there at once, without a read's machinery); "inputs" when an input no watch sees reads
+    differently. Any error says "access": the recompute then meets it and ends the stream
+    with it (UNAUTHENTICATED, UNAVAILABLE, ...)."""
     decisions = last.reads.decisions()
-    accesses = list(decisions)
     try:
         if await fresh.reads.identity() != identity:
             return "access"
-        now = await asyncio.gather(*(fresh.reads.may(access) for access in accesses))
+        held = registry.decisions_hold(identity, decisions)
+        if held is None:
+            accesses = list(decisions)
+            now = await asyncio.gather(*(fresh.reads.may(access) for access in accesses))
+            held = all(now[i] == decisions[access] for i, access in enumerate(accesses))
     except Exception:
         return "access"
-    if any(now[i] != decisions[access] for i, access in enumerate(accesses)):
+    if not held:
         return "access"
-    if await changed_since(fresh.reads, recorded.recorded, unseen):
+    if unseen and await changed_since(fresh.reads, recorded.recorded, unseen):
         return "inputs"
     return None
 

@@ -67,7 +67,9 @@ def build_services(
         kube=kube,
         authenticator=authenticator,
         authorizer=authorizer,
-        live=LiveRegistry(settings.live_limits, on_closed=memory_returner.closed),
+        live=LiveRegistry(
+            settings.live_limits, on_closed=memory_returner.closed, authorizer=authorizer
+        ),
         watch_kube=watch_kube or kube,
     )
 

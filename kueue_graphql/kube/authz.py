@@ -84,6 +84,16 @@ class Authorizer:
             access.subresource or "",
         )
 
+    def cached(self, identity: Identity, access: Access) -> bool | None:
+        """The decision `allowed` would answer from its cache now, without a review; None when
+        it is not cached (expired or never asked)."""
+        key = self._key(identity, access)
+        if key in self._grants:
+            return True
+        if key in self._denials:
+            return False
+        return None
+
     async def allowed(self, identity: Identity, access: Access, meter: ApiCallMeter) -> bool:
         key = self._key(identity, access)
         while True:
