@@ -32,41 +32,40 @@ class LiveLimits:
     # buffers are full) is closed with SLOW_CONSUMER (http/ws_protocol.py), well before
     # uvicorn's keep-alive (a 20 s ping, 20 s for its pong) would cut it as an abnormal close.
     send_timeout_seconds: float = 10.0
-    # Recomputes running at once (each may wait on the caller's API reads); the others wait
-    # their turn, those whose own inputs changed before those woken for a queue position only.
+    # Recomputes woken for a queue position only that run at once (counting those whose own
+    # inputs changed, which never wait); the others wait their turn.
     recomputes_at_once: int = 8
 
 
 class RecomputeTurns:
-    """At most `limit` recomputes at once. A freed turn goes to the longest-waiting urgent
-    recompute (a stream whose own inputs changed), else to the longest-waiting other one (a
-    position that moved): a change that moves a thousand positions does not delay the answer
-    of the Workload that changed behind a thousand recomputes."""
+    """Recomputes woken for a queue position only take turns, at most `limit` running at once
+    (counting the urgent ones), in the order they came; an urgent recompute (a stream whose own
+    inputs changed, or a re-check's) never waits. A change that moves a thousand positions then
+    does not put the answer of the Workload that changed behind a thousand recomputes, nor
+    behind a few that wait on a slow API read."""
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
         self.running = 0
-        self._urgent: deque[asyncio.Future[None]] = deque()
-        self._later: deque[asyncio.Future[None]] = deque()
+        self._waiting: deque[asyncio.Future[None]] = deque()
 
     def waiting(self) -> int:
-        return len(self._urgent) + len(self._later)
+        return len(self._waiting)
 
     @asynccontextmanager
     async def turn(self, urgent: bool) -> AsyncIterator[None]:
-        if self.running < self.limit and not self.waiting():
+        if urgent or (self.running < self.limit and not self._waiting):
             self.running += 1
         else:
             granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            queue = self._urgent if urgent else self._later
-            queue.append(granted)
+            self._waiting.append(granted)
             try:
                 await granted
             except asyncio.CancelledError:
                 if granted.done() and not granted.cancelled():
                     self._release()  # handed a turn it will not take: pass it on
                 else:
-                    queue.remove(granted)
+                    self._waiting.remove(granted)
                 raise
         try:
             yield
@@ -74,13 +73,10 @@ class RecomputeTurns:
             self._release()
 
     def _release(self) -> None:
-        """Hand the turn to the next waiter (the count stays), or give it back."""
-        for queue in (self._urgent, self._later):
-            while queue:
-                waiter = queue.popleft()
-                waiter.set_result(None)
-                return
         self.running -= 1
+        while self._waiting and self.running < self.limit:
+            self.running += 1
+            self._waiting.popleft().set_result(None)
 
 
 class LiveRegistry:
