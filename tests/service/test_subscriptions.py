@@ -402,31 +402,45 @@ async def test_an_unrelated_workload_change_recomputes_nothing(
         assert "errors" not in first["payload"], first
         # Quiet: a re-check of each stream found nothing changed (the watches' first events,
         # in `impersonate` mode, are behind).
-        quiet = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
-
-        async def both_rechecked() -> bool:
-            now = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
-            return now >= quiet + 2
-
-        await async_wait_until("two quiet re-checks", both_rechecked)
+        await _quiet_rechecks(2)
         before = _recomputes("change")
         cluster.kubectl(
             "annotate", "workload", "live-unrelated", "-n", "team-a", "--overwrite", "probe=1"
         )
-        while True:  # the unrelated change has reached the server
-            pushed = await next_message(probe, SETTLE_SECONDS)
-            assert pushed["type"] == "next", pushed
-            if pushed["payload"]["data"]["workload"]["type"] == "UPDATED":
-                break
-        cluster.kubectl(
-            "annotate", "workload", "live-mine", "-n", "team-a", "--overwrite", "probe=1"
-        )
+        await _pushed_update(probe)  # the unrelated change has reached the server
+        await _recomputed_once(cluster, before, "live-mine")
 
-        async def recomputed() -> bool:
-            return _recomputes("change") >= before + 1
 
-        await async_wait_until("the related change recomputed", recomputed)
-        assert _recomputes("change") == before + 1
+async def _quiet_rechecks(count: int) -> None:
+    """Until `count` more re-checks found nothing changed."""
+    quiet = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
+
+    async def rechecked() -> bool:
+        now = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
+        return now >= quiet + count
+
+    await async_wait_until(f"{count} quiet re-checks", rechecked)
+
+
+async def _pushed_update(probe: Subscriber) -> None:
+    """The next UPDATED message of a `workload` stream: its change has reached the server."""
+    while True:
+        pushed = await next_message(probe, SETTLE_SECONDS)
+        assert pushed["type"] == "next", pushed
+        if pushed["payload"]["data"]["workload"]["type"] == "UPDATED":
+            return
+
+
+async def _recomputed_once(cluster: Cluster, before: float, name: str) -> None:
+    """Annotates team-a's Workload `name` (a related change): counted as exactly one more
+    diagnosis recompute than `before`."""
+    cluster.kubectl("annotate", "workload", name, "-n", "team-a", "--overwrite", "probe=1")
+
+    async def recomputed() -> bool:
+        return _recomputes("change") >= before + 1
+
+    await async_wait_until("the related change recomputed", recomputed)
+    assert _recomputes("change") == before + 1
 
 
 @pytest.mark.both_read_modes
@@ -477,32 +491,18 @@ async def test_a_position_that_stays_where_it_was_recomputes_nothing(
         await sub.subscribe("1", DIAGNOSIS_POSITION, {"ns": "team-a", "name": "live-held"})
         behind = await _until_position(sub, None)
         assert behind >= 1, behind
-        quiet = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
-
-        async def rechecked() -> bool:
-            now = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
-            return now >= quiet + 2
-
-        await async_wait_until("two quiet re-checks", rechecked)
+        await _quiet_rechecks(2)
         before = _recomputes("change")
         unchanged = _metric("kueue_graphql_subscription_wakes_total", outcome="unchanged")
-
-        async def probe_updated() -> None:
-            while True:
-                pushed = await next_message(probe, SETTLE_SECONDS)
-                assert pushed["type"] == "next", pushed
-                if pushed["payload"]["data"]["workload"]["type"] == "UPDATED":
-                    return
-
         cluster.kubectl(
             "annotate", "workload", "live-first", "-n", "team-b", "--overwrite", "probe=1"
         )
-        await probe_updated()
+        await _pushed_update(probe)
         cluster.kubectl(
             "patch", "workload", "live-first", "-n", "team-b", "--type", "merge",
             "-p", '{"spec": {"priority": 200}}',
         )  # fmt: skip
-        await probe_updated()
+        await _pushed_update(probe)
         if read_mode is ReadMode.CACHE:
 
             async def answered() -> bool:
@@ -515,15 +515,7 @@ async def test_a_position_that_stays_where_it_was_recomputes_nothing(
 
             await async_wait_until("the position read again", answered)
             assert _recomputes("change") == before
-        cluster.kubectl(
-            "annotate", "workload", "live-held", "-n", "team-a", "--overwrite", "probe=1"
-        )
-
-        async def recomputed() -> bool:
-            return _recomputes("change") >= before + 1
-
-        await async_wait_until("the related change recomputed", recomputed)
-        assert _recomputes("change") == before + 1
+        await _recomputed_once(cluster, before, "live-held")
 
 
 @pytest.mark.both_read_modes

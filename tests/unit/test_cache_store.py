@@ -419,6 +419,16 @@ def _queues_feeding_one_cluster_queue(cache: Any) -> None:
     )
 
 
+def _one_ahead_of_ours() -> tuple[Any, dict[str, Any]]:
+    """A cache where team-b's "ahead" is before team-a's "ours" in one ClusterQueue; "ahead"."""
+    cache = kueue_cache(None)
+    _queues_feeding_one_cluster_queue(cache)
+    ahead = _pending_workload("team-b", "ahead", "lq", 5, "2026-01-01T00:00:00Z")
+    ours = _pending_workload("team-a", "ours", "lq", 0, "2026-01-01T00:00:00Z")
+    cache.stores[WORKLOAD].replace([copy.deepcopy(ahead), copy.deepcopy(ours)], "1")
+    return cache, ahead
+
+
 async def _woken(subscriptions: dict[str, Any]) -> set[str]:
     return {name for name, sub in subscriptions.items() if await sub.wait(0)}
 
@@ -427,12 +437,8 @@ async def test_a_change_that_leaves_the_pending_order_wakes_no_position() -> Non
     """A status write of a pending Workload of the same ClusterQueue (another namespace), ahead
     of the watched one, moves no entry: no position dependent wakes (issue 26: every change of
     a Workload of the ClusterQueue woke every position in it, and each recomputed)."""
-    cache = kueue_cache(None)
-    _queues_feeding_one_cluster_queue(cache)
+    cache, ahead = _one_ahead_of_ours()
     store = cache.stores[WORKLOAD]
-    ahead = _pending_workload("team-b", "ahead", "lq", 5, "2026-01-01T00:00:00Z")
-    ours = _pending_workload("team-a", "ours", "lq", 0, "2026-01-01T00:00:00Z")
-    store.replace([copy.deepcopy(ahead), copy.deepcopy(ours)], "1")
     changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
     sub = changes.open(None, [WatchTarget(WORKLOAD, "team-a")])
     try:
@@ -516,12 +522,8 @@ async def test_a_position_only_wake_reads_the_position_again_and_finds_it_unchan
     """Woken for a position only, a subscription reads its position again through the cache
     (no API call): an entry ahead of it that moves but stays ahead leaves the recorded
     position as it was, so nothing is recomputed (graph/subscription.py `_reads_the_same`)."""
-    cache = kueue_cache(None)
-    _queues_feeding_one_cluster_queue(cache)
+    cache, ahead = _one_ahead_of_ours()
     store = cache.stores[WORKLOAD]
-    ahead = _pending_workload("team-b", "ahead", "lq", 5, "2026-01-01T00:00:00Z")
-    ours = _pending_workload("team-a", "ours", "lq", 0, "2026-01-01T00:00:00Z")
-    store.replace([copy.deepcopy(ahead), copy.deepcopy(ours)], "1")
     reader = RecordingReader(CacheReader(_allowing_reader(), cache))
     first = await reader.pending_read("team-a", "lq", "ours")
     assert first.own is not None

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from kueue_graphql.diagnosis import DiagnosisInput, diagnose
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE
 from kueue_graphql.lookups.diagnosis import DIAGNOSIS_FINGERPRINTS
-from tests.unit.test_diagnose_inactive_cluster_queue import _cluster_queue, _workload
+from tests.unit.test_diagnose_inactive_cluster_queue import _cluster_queue, _diagnose, _workload
 
 
 def _local_queue(pending: int) -> dict[str, Any]:
@@ -60,17 +59,11 @@ def test_the_pending_counts_of_the_queues_change_no_diagnosis(
         workload["status"]["conditions"][0]["message"] = message
         cq, lq = _queues(pending, active, cohort)
         answers.append(
-            diagnose(
-                DiagnosisInput(
-                    workload=workload,
-                    events=[],
-                    pods=[],
-                    local_queue=lq,
-                    cluster_queue=cq,
-                    cluster_queues=[cq],
-                    cohorts=[],
-                    queue_position={"positionInClusterQueue": 3, "positionInLocalQueue": 1},
-                )
+            _diagnose(
+                cq,
+                lq,
+                workload,
+                queue_position={"positionInClusterQueue": 3, "positionInLocalQueue": 1},
             )
         )
     assert answers[0] == answers[1]
