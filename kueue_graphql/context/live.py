@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import asyncio
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from kueue_graphql.core.errors import BadRequestError
+from kueue_graphql.core.identity import Identity
+from kueue_graphql.kube.authz import Access, Authorizer
 from kueue_graphql.observe.metrics import SUBSCRIPTIONS_OPEN
 
 
@@ -29,19 +32,87 @@ class LiveLimits:
     # buffers are full) is closed with SLOW_CONSUMER (http/ws_protocol.py), well before
     # uvicorn's keep-alive (a 20 s ping, 20 s for its pong) would cut it as an abnormal close.
     send_timeout_seconds: float = 10.0
+    # Recomputes woken for a queue position only that run at once (counting those whose own
+    # inputs changed, which never wait); the others wait their turn.
+    recomputes_at_once: int = 8
+
+
+class RecomputeTurns:
+    """Recomputes woken for a queue position only take turns, at most `limit` running at once
+    (counting the urgent ones), in the order they came; an urgent recompute (a stream whose own
+    inputs changed, or a re-check's) never waits. A change that moves a thousand positions then
+    does not put the answer of the Workload that changed behind a thousand recomputes, nor
+    behind a few that wait on a slow API read."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.running = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    @asynccontextmanager
+    async def turn(self, urgent: bool) -> AsyncIterator[None]:
+        if urgent or (self.running < self.limit and not self._waiting):
+            self.running += 1
+        else:
+            granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiting.append(granted)
+            try:
+                await granted
+            except asyncio.CancelledError:
+                if granted.done() and not granted.cancelled():
+                    self._release()  # handed a turn it will not take: pass it on
+                else:
+                    self._waiting.remove(granted)
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self.running -= 1
+        while self._waiting and self.running < self.limit:
+            self.running += 1
+            self._waiting.popleft().set_result(None)
 
 
 class LiveRegistry:
     """Process-wide counts of open subscriptions. `slot` refuses (BAD_REQUEST, before any API
     call of the subscription) when a cap is reached, and frees the slot when the stream ends."""
 
-    def __init__(self, limits: LiveLimits, on_closed: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        limits: LiveLimits,
+        on_closed: Callable[[], None] | None = None,
+        authorizer: Authorizer | None = None,
+    ) -> None:
         self.limits = limits
+        # Whose cached access decisions a quiet subscription's re-check reads first.
+        self.authorizer = authorizer
+        self.turns = RecomputeTurns(limits.recomputes_at_once)
         # Called after each slot is freed (http.memory.FreeMemoryReturner.closed).
         self.on_closed = on_closed
         self.total = 0
         self.by_identity: Counter[str] = Counter()
         self.by_connection: Counter[int] = Counter()
+
+    def decisions_hold(self, identity: Identity, decisions: Mapping[Access, bool]) -> bool | None:
+        """Whether each access decision is still what it was, from the authorizer's cache (the
+        answer any read would get now, shared by every subscription of the identity): False
+        when one differs, None when one is not cached (it must be asked: a review)."""
+        if self.authorizer is None:
+            return None
+        missing = False
+        for access, decided in decisions.items():
+            now = self.authorizer.cached(identity, access)
+            if now is None:
+                missing = True
+            elif now != decided:
+                return False
+        return None if missing else True
 
     @contextmanager
     def slot(self, connection: int, identity: str) -> Iterator[None]:

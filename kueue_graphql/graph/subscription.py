@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Mapping, Sequence
 from enum import Enum
 
 import strawberry
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.context import RequestContext
+from kueue_graphql.context import LiveRegistry, RequestContext
 from kueue_graphql.core.errors import BadRequestError, NotFoundError
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.graph.clusterqueue import ClusterQueue
@@ -34,11 +34,16 @@ from kueue_graphql.graph.diagnosis import Diagnosis, diagnose_object
 from kueue_graphql.graph.workload import Workload, WorkloadStatus
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.dependencies import Dependency
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD
+from kueue_graphql.kube.dependencies import POSITIONS, Dependency
+from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD, Resource
 from kueue_graphql.kueue.objects import metadata, status
-from kueue_graphql.lookups.recording import RecordingReader, changed_since
-from kueue_graphql.observe.metrics import SUBSCRIPTION_RECHECKS, SUBSCRIPTION_RECOMPUTES
+from kueue_graphql.lookups.diagnosis import DIAGNOSIS_FINGERPRINTS
+from kueue_graphql.lookups.recording import ObjectFingerprint, RecordingReader, changed_since
+from kueue_graphql.observe.metrics import (
+    SUBSCRIPTION_RECHECKS,
+    SUBSCRIPTION_RECOMPUTES,
+    SUBSCRIPTION_WAKES,
+)
 
 
 def _fresh(info: Info) -> RequestContext:
@@ -52,23 +57,37 @@ def _fresh(info: Info) -> RequestContext:
 
 
 async def _recomputes(
-    info: Info, targets: Sequence[WatchTarget]
+    info: Info,
+    targets: Sequence[WatchTarget],
+    fingerprints: Mapping[Resource, ObjectFingerprint] | None = None,
 ) -> AsyncGenerator[RequestContext, None]:
     """A fresh context now, then one after each (coalesced) change of what the last answer
     was computed from. The caller computes its answer with each; LIVE_READS makes the fields of
     what it pushes resolve as the same caller, through the same context.
 
     Each context's reads are recorded (lookups/recording.py): the change source then wakes
-    this stream only for a change touching one of them. Every re-check interval of quiet, the
-    identity and each access decision are asked again, and the inputs no watch sees (e.g. a
-    queue position) are read again; only when one of them differs is the answer recomputed."""
-    context, recorder = _recording(_fresh(info))
+    this stream only for a change touching one of them. When the source says which of them a
+    change touched, those are read again first (a queue position: a few bisects in the `cache`
+    read mode), and the answer is recomputed only when one of them reads differently. Every
+    re-check interval, the identity and each access decision are asked again, and the inputs no
+    watch sees (e.g. a queue position in `impersonate` mode) are read again; only when one of
+    them differs is the answer recomputed.
+
+    Recomputes take turns (LiveRegistry.turns): a stream whose own inputs changed goes before
+    the streams a change of the pending order woke for a position only. `fingerprints`: what
+    the answer compares read objects of some kinds by (lookups/recording.py)."""
+
+    def recording() -> tuple[RequestContext, RecordingReader]:
+        return _recording(_fresh(info), fingerprints)
+
+    context, recorder = recording()
     registry = info.context.live
     changes_from = info.context.changes
     assert registry is not None  # checked by _fresh
     assert changes_from is not None
     limits = registry.limits
     identity = await context.reads.identity()
+    loop = asyncio.get_running_loop()
     # The caps first: over one, BAD_REQUEST before any read of the new stream.
     with registry.slot(id(info.context), identity.username):
         LIVE_READS.set(context.reads)
@@ -76,31 +95,57 @@ async def _recomputes(
         changes = changes_from.open(identity if context.impersonate else None, targets)
         try:
             unseen = changes.depend_on(recorder.recorded)
+            checked = loop.time()
             while True:
-                if await changes.wait(limits.recheck_seconds):
+                quiet = max(0.0, checked + limits.recheck_seconds - loop.time())
+                if await changes.wait(quiet):
                     # Let the rest of a burst arrive; it is absorbed by this recompute.
                     await asyncio.sleep(limits.coalesce_seconds)
                     await changes.wait(0)
-                    fresh, fresh_recorder = _recording(_fresh(info))
+                    touched = changes.touched()
+                    fresh, fresh_recorder = recording()
+                    if await _reads_the_same(fresh_recorder, recorder, touched):
+                        SUBSCRIPTION_WAKES.labels("unchanged").inc()
+                        continue
+                    SUBSCRIPTION_WAKES.labels("recomputed").inc()
                     cause: str | None = "change"
+                    urgent = touched is None or any(k.resource != POSITIONS for k in touched)
                 else:
-                    fresh, fresh_recorder = _recording(_fresh(info))
-                    cause = await _recheck(fresh, identity, context, recorder, unseen)
+                    fresh, fresh_recorder = recording()
+                    cause = await _recheck(fresh, identity, context, recorder, unseen, registry)
+                    checked = loop.time()
                     if cause is None:
                         SUBSCRIPTION_RECHECKS.labels("unchanged").inc()
                         continue
                     SUBSCRIPTION_RECHECKS.labels("changed").inc()
-                SUBSCRIPTION_RECOMPUTES.labels(info.field_name, cause or "change").inc()
-                context, recorder = fresh, fresh_recorder
-                LIVE_READS.set(context.reads)
-                yield context
+                    urgent = True
+                async with registry.turns.turn(urgent):
+                    SUBSCRIPTION_RECOMPUTES.labels(info.field_name, cause or "change").inc()
+                    context, recorder = fresh, fresh_recorder
+                    LIVE_READS.set(context.reads)
+                    yield context
+                # A recompute asked the identity and every access decision again.
+                checked = loop.time()
                 unseen = changes.depend_on(recorder.recorded)
         finally:
             await changes.close()
 
 
-def _recording(context: RequestContext) -> tuple[RequestContext, RecordingReader]:
-    recorder = RecordingReader(context.reads)
+async def _reads_the_same(
+    fresh: RecordingReader, last: RecordingReader, touched: Collection[Dependency] | None
+) -> bool:
+    """Whether every dependency a change touched reads as the last answer read it, through the
+    fresh reader (authorized anew: a read now refused, or a token now rejected, reads
+    differently). False when what was touched is not known or not all of it was recorded."""
+    if not touched or any(key not in last.recorded for key in touched):
+        return False
+    return not await changed_since(fresh.inner, last.recorded, touched)
+
+
+def _recording(
+    context: RequestContext, fingerprints: Mapping[Resource, ObjectFingerprint] | None = None
+) -> tuple[RequestContext, RecordingReader]:
+    recorder = RecordingReader(context.reads, fingerprints)
     return dataclasses.replace(context, reads=recorder), recorder
 
 
@@ -110,23 +155,29 @@ async def _recheck(
     last: RequestContext,
     recorded: RecordingReader,
     unseen: Collection[Dependency],
+    registry: LiveRegistry,
 ) -> str | None:
     """Why the answer must be computed again after a quiet interval, or None: "access" when
     the caller is no longer exactly `identity` or an access decision the last answer depended
-    on changed (TokenReview and SubjectAccessReview, asked anew through their short caches);
-    "inputs" when an input no watch sees reads differently. Any error says "access": the
-    recompute then meets it and ends the stream with it (UNAUTHENTICATED, UNAVAILABLE, ...)."""
+    on changed (TokenReview and SubjectAccessReview, asked anew through their short caches,
+    which every subscription of the identity shares: the decisions all cached are read from
+    there at once, without a read's machinery); "inputs" when an input no watch sees reads
+    differently. Any error says "access": the recompute then meets it and ends the stream
+    with it (UNAUTHENTICATED, UNAVAILABLE, ...)."""
     decisions = last.reads.decisions()
-    accesses = list(decisions)
     try:
         if await fresh.reads.identity() != identity:
             return "access"
-        now = await asyncio.gather(*(fresh.reads.may(access) for access in accesses))
+        held = registry.decisions_hold(identity, decisions)
+        if held is None:
+            accesses = list(decisions)
+            now = await asyncio.gather(*(fresh.reads.may(access) for access in accesses))
+            held = all(now[i] == decisions[access] for i, access in enumerate(accesses))
     except Exception:
         return "access"
-    if any(now[i] != decisions[access] for i, access in enumerate(accesses)):
+    if not held:
         return "access"
-    if await changed_since(fresh.reads, recorded.recorded, unseen):
+    if unseen and await changed_since(fresh.reads, recorded.recorded, unseen):
         return "inputs"
     return None
 
@@ -263,7 +314,7 @@ async def _diagnosis_stream(
         *([WatchTarget(JOB, namespace)] if kind.lower() == "job" else []),
     ]
     last: object = None
-    async with contextlib.aclosing(_recomputes(info, targets)) as contexts:
+    async with contextlib.aclosing(_recomputes(info, targets, DIAGNOSIS_FINGERPRINTS)) as contexts:
         async for context in contexts:
             current = await diagnose_object(context.reads, namespace, kind, name)
             key = dx.verdict_key(current.result)

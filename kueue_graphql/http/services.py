@@ -20,6 +20,7 @@ from kueue_graphql.kube.cache_changes import CacheChanges
 from kueue_graphql.kube.changes import ChangeSources, WatchSources
 from kueue_graphql.kube.client import KubeClient
 from kueue_graphql.kube.informer_factory import SharedInformerFactory
+from kueue_graphql.lookups.cache_indexes import local_queue_of_posting
 
 
 @dataclass
@@ -38,6 +39,8 @@ class Services:
     identity_problems: list[str] = field(default_factory=list)
     # `cache` read mode only: the watch-fed stores of the Kueue kinds.
     cache: SharedInformerFactory | None = None
+    # `cache` read mode only: the one source of wake-ups from those stores (`change_sources`).
+    cache_changes: CacheChanges | None = None
 
 
 def build_services(
@@ -64,7 +67,9 @@ def build_services(
         kube=kube,
         authenticator=authenticator,
         authorizer=authorizer,
-        live=LiveRegistry(settings.live_limits, on_closed=memory_returner.closed),
+        live=LiveRegistry(
+            settings.live_limits, on_closed=memory_returner.closed, authorizer=authorizer
+        ),
         watch_kube=watch_kube or kube,
     )
 
@@ -74,4 +79,10 @@ def change_sources(services: Services) -> ChangeSources:
     kinds wake from the informers (once the cache has them); Pods and Jobs are watched as the
     caller in both modes."""
     watches = WatchSources(services.watch_kube)
-    return watches if services.cache is None else CacheChanges(services.cache, watches)
+    if services.cache is None:
+        return watches
+    # One per process: its listeners on the stores and its indexes serve every connection
+    # (one per connection would leave a listener per store behind for each connection ever).
+    if services.cache_changes is None:
+        services.cache_changes = CacheChanges(services.cache, watches, local_queue_of_posting)
+    return services.cache_changes

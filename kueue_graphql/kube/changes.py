@@ -41,6 +41,12 @@ class ChangeSource(Protocol):
         """True when something changed since the last call, False after `quiet_seconds` of quiet."""
         ...
 
+    def touched(self) -> set[Dependency] | None:
+        """The dependencies the changes since the last call touched (those `wait` reported),
+        or None when that is not known (anything may have changed): a subscription may read
+        just those again and recompute nothing when they read the same."""
+        ...
+
     def depend_on(self, dependencies: Collection[Dependency]) -> set[Dependency]:
         """From now on, wake only for a change that touches one of `dependencies` (until
         called, every change of the targets wakes). Returns those of them this source does not
@@ -117,6 +123,11 @@ class WatchChanges:
         changed = self._changed.is_set()
         self._changed.clear()
         return changed
+
+    def touched(self) -> set[Dependency] | None:
+        # Not tracked: a watch event as the caller is answered by a recompute (reading the
+        # touched objects again would cost the same API calls as the recompute's).
+        return None
 
     def depend_on(self, dependencies: Collection[Dependency]) -> set[Dependency]:
         self._dependencies = frozenset(dependencies)

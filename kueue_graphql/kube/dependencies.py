@@ -19,11 +19,11 @@ from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import Resource
 from kueue_graphql.kueue.objects import metadata
 
-# Pseudo-resources of position keys. POSITIONS: the pending list of one LocalQueue as Kueue's
-# visibility API orders it (namespace, LocalQueue). CLUSTER_QUEUE_POSITIONS: any position in
-# one ClusterQueue (None, ClusterQueue), which every change of a Workload of it touches.
+# Pseudo-resource of position keys: one Workload's entry in the pending list of its LocalQueue
+# as Kueue's visibility API orders it (namespace, LocalQueue, selector: the Workload). Moved by
+# Workloads of any namespace in the same ClusterQueue; the `cache` read mode wakes it through
+# kube/position_watches.py, the `impersonate` mode reads it again at the re-check.
 POSITIONS = "positions"
-CLUSTER_QUEUE_POSITIONS = "clusterqueuepositions"
 
 _OWNER = "owner:"
 
@@ -31,13 +31,14 @@ _OWNER = "owner:"
 @dataclass(frozen=True)
 class Dependency:
     resource: str
-    """str(Resource) (e.g. "workloads.kueue.x-k8s.io"), or POSITIONS / CLUSTER_QUEUE_POSITIONS."""
+    """str(Resource) (e.g. "workloads.kueue.x-k8s.io"), or POSITIONS."""
     namespace: str | None
     """None: cluster-scoped, or a list across namespaces."""
     name: str | None = None
     """None: any object of the list."""
     selector: str | None = None
-    """A list narrowed to one label value ("key=value") or one owner ("owner:Kind/name")."""
+    """A list narrowed to one label value ("key=value") or one owner ("owner:Kind/name"); of
+    a POSITIONS key, the Workload whose position it is."""
 
 
 def object_key(resource: Resource, namespace: str | None, name: str) -> Dependency:
@@ -58,12 +59,9 @@ def owner_key(resource: Resource, namespace: str, kind: str, name: str) -> Depen
     return Dependency(str(resource), namespace, None, f"{_OWNER}{kind}/{name}")
 
 
-def position_key(namespace: str, local_queue: str) -> Dependency:
-    return Dependency(POSITIONS, namespace, local_queue)
-
-
-def cluster_queue_positions(cluster_queue: str) -> Dependency:
-    return Dependency(CLUSTER_QUEUE_POSITIONS, None, cluster_queue)
+def position_key(namespace: str, local_queue: str, workload: str) -> Dependency:
+    """The position of Workload `workload` in LocalQueue `local_queue`'s pending list."""
+    return Dependency(POSITIONS, namespace, local_queue, workload)
 
 
 def _one_equality(selector: str) -> bool:

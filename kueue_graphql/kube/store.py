@@ -52,6 +52,9 @@ SortKey = tuple[Any, ...]
 OrderFunc = Callable[[JsonObject], list[tuple[PostingKey, SortKey]]]
 OrderedEntry = tuple[SortKey, OrderKey]
 _T = TypeVar("_T")
+# What one change did to an ordered posting: (posting, entry before, entry after); None where
+# the object was not in it. Only entries that came, went or moved (sort key changed).
+Move = tuple[PostingKey, OrderedEntry | None, OrderedEntry | None]
 # Whether a value derived from an ordered posting still holds after one of its objects changed
 # (old, new) without moving in the posting.
 Keep = Callable[[JsonObject, JsonObject], bool]
@@ -128,6 +131,9 @@ class Indexer:
         self._state: StoreState | None = None
         # time.monotonic() of the last word from the API server (list, event or bookmark).
         self.heard_at: float | None = None
+        # The ordered entries the change being told about added, removed or moved (`Move`s),
+        # readable by listeners while they are told; () after a re-list (anything may have).
+        self.moves: tuple[Move, ...] = ()
         # Told after every change is applied (the object; None after a re-list: anything may
         # have changed), by namespace ("" for cluster-scoped kinds) and for all (None).
         self._listeners: dict[str | None, set[Callable[[JsonObject | None], None]]] = {}
@@ -208,6 +214,7 @@ class Indexer:
         state.postings = postings
         self._state = state
         self.heard_at = time.monotonic()
+        self.moves = ()
         self._tell(None)
 
     def apply(self, event_type: str, obj: JsonObject, resource_version: str | None) -> None:
@@ -237,6 +244,12 @@ class Indexer:
                 for index_key, entry in ordered:
                     bisect.insort(state.ordered.setdefault(index_key, []), entry)
         self._forget_derived(state, before, None if event_type == "DELETED" else obj, placed)
+        now = dict(state.ordered_of.get(key, ()))
+        self.moves = tuple(
+            (index_key, placed.get(index_key), now.get(index_key))
+            for index_key in placed.keys() | now.keys()
+            if placed.get(index_key) != now.get(index_key)
+        )
         self._tell(obj)
 
     @staticmethod
@@ -303,6 +316,10 @@ class Indexer:
 
     def get(self, namespace: str | None, name: str) -> JsonObject | None:
         return self.state().objects.get((f"{namespace or ''}/", name))
+
+    def placed(self, namespace: str | None, name: str) -> dict[PostingKey, OrderedEntry]:
+        """The object's entries in ordered postings, by posting (empty when in none)."""
+        return dict(self.state().ordered_of.get((f"{namespace or ''}/", name), ()))
 
     def count(self, index_key: PostingKey) -> int:
         return len(self.state().postings.get(index_key, ()))

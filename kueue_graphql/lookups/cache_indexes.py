@@ -64,6 +64,13 @@ def queue_order_key(namespace: str, local_queue: str) -> PostingKey:
     return (QUEUE_ORDER, namespace, local_queue)
 
 
+def local_queue_of_posting(posting: PostingKey) -> tuple[str, str] | None:
+    """(namespace, LocalQueue) of a `queue_order_key` posting; None for any other."""
+    if len(posting) == 3 and posting[0] == QUEUE_ORDER:
+        return str(posting[1]), str(posting[2])
+    return None
+
+
 def workload_queue_order(obj: JsonObject) -> list[tuple[PostingKey, SortKey]]:
     if not in_queue(obj):
         return []

@@ -8,7 +8,7 @@ read into the verdict. Nothing here decides anything; it only loads.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kueue_graphql import diagnosis as dx
@@ -27,6 +27,7 @@ from kueue_graphql.kube.resources import (
     RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
+    Resource,
 )
 from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.objects import dig, metadata, spec, status
@@ -37,6 +38,7 @@ from kueue_graphql.kueue.pending_entry import (
 )
 from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import KueueReader
+from kueue_graphql.lookups.recording import ObjectFingerprint, ignoring_status
 
 T = TypeVar("T")
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -44,6 +46,15 @@ CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 
 ObservedObject = JsonObject | dx.Forbidden | dx.Absent
 ObservedList = list[JsonObject] | dx.Forbidden | dx.Absent
+
+# What a live diagnosis compares the queues it read by: everything but the pending counts
+# Kueue writes to a ClusterQueue and a LocalQueue after each change of their pending Workloads,
+# which no diagnosis reads (tests/unit/test_live_diagnosis_inputs.py): such a write wakes a
+# subscription, and it recomputes nothing.
+DIAGNOSIS_FINGERPRINTS: Mapping[Resource, ObjectFingerprint] = {
+    CLUSTER_QUEUE: ignoring_status("pendingWorkloads"),
+    LOCAL_QUEUE: ignoring_status("pendingWorkloads"),
+}
 
 
 def _ready(value: T) -> asyncio.Future[T]:

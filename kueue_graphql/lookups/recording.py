@@ -15,7 +15,7 @@ identity / access decisions (the re-check asks those itself).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -59,6 +59,32 @@ def _version(obj: JsonObject | None) -> object:
 
 def _versions(items: Collection[JsonObject]) -> object:
     return tuple(sorted(str(_version(item)) for item in items))
+
+
+ObjectFingerprint = Callable[[JsonObject | None], object]
+
+
+def ignoring_status(*fields: str) -> ObjectFingerprint:
+    """An object's fingerprint that a write of only these status fields leaves as it was (a
+    write's resourceVersion does not count): for an answer that never reads them, e.g. the
+    pending counts Kueue writes to a queue after each change of its pending Workloads."""
+    dropped = frozenset(fields)
+
+    def fingerprint(obj: JsonObject | None) -> object:
+        if obj is None:
+            return None
+        meta = {
+            k: v for k, v in metadata(obj).items() if k not in ("resourceVersion", "managedFields")
+        }
+        current = obj.get("status")
+        kept = (
+            {k: v for k, v in current.items() if k not in dropped}
+            if isinstance(current, dict)
+            else current
+        )
+        return (meta, obj.get("spec"), kept)
+
+    return fingerprint
 
 
 def _entries(read: PendingRead) -> object:
@@ -107,10 +133,29 @@ async def changed_since(
 class RecordingReader:
     """`KueueReader` over `inner` that records each read's Dependency (see the module doc)."""
 
-    def __init__(self, inner: KueueReader) -> None:
+    def __init__(
+        self, inner: KueueReader, fingerprints: Mapping[Resource, ObjectFingerprint] | None = None
+    ) -> None:
         self.inner = inner
         self.meter: ApiCallMeter = inner.meter
         self.recorded: dict[Dependency, Recorded] = {}
+        # What a read object of these kinds is compared by (default: its resourceVersion).
+        self.fingerprints: Mapping[Resource, ObjectFingerprint] = fingerprints or {}
+
+    def _of(self, resource: Resource) -> ObjectFingerprint:
+        return self.fingerprints.get(resource, _version)
+
+    def _all_of(self, resource: Resource) -> Callable[[Collection[JsonObject]], object]:
+        one = self.fingerprints.get(resource)
+        if one is None:
+            return _versions
+        return lambda items: tuple(
+            sorted(
+                ((str(metadata(i).get("namespace")), str(metadata(i).get("name")), one(i))
+                 for i in items),
+                key=lambda named: named[:2],
+            )
+        )  # fmt: skip
 
     async def _read(
         self,
@@ -152,14 +197,14 @@ class RecordingReader:
         return await self._read(
             object_key(resource, namespace, name),
             lambda r: r.get(resource, namespace, name),
-            _version,
+            self._of(resource),
         )
 
     async def find(self, resource: Resource, namespace: str | None, name: str) -> JsonObject | None:
         return await self._read(
             object_key(resource, namespace, name),
             lambda r: r.find(resource, namespace, name),
-            _version,
+            self._of(resource),
         )
 
     async def list_objects(
@@ -175,7 +220,7 @@ class RecordingReader:
             lambda r: r.list_objects(
                 resource, namespace, label_selector=label_selector, field_selector=field_selector
             ),
-            _versions,
+            self._all_of(resource),
         )
 
     async def list_page(
@@ -203,7 +248,7 @@ class RecordingReader:
         self, namespace: str, local_queue: str, name: str, *, ahead: bool = False
     ) -> PendingRead:
         return await self._read(
-            position_key(namespace, local_queue),
+            position_key(namespace, local_queue, name),
             lambda r: r.pending_read(namespace, local_queue, name, ahead=ahead),
             _entries,
         )

@@ -118,6 +118,13 @@ SUBSCRIPTION_RECOMPUTES = Counter(
     ["field", "cause"],
     registry=REGISTRY,
 )
+SUBSCRIPTION_WAKES = Counter(
+    "kueue_graphql_subscription_wakes",
+    "Subscriptions woken by a change, by outcome: unchanged (what the change touched was read "
+    "again, e.g. a queue position, and read the same: nothing recomputed) or recomputed.",
+    ["outcome"],
+    registry=REGISTRY,
+)
 SUBSCRIPTION_RECHECKS = Counter(
     "kueue_graphql_subscription_rechecks",
     "Periodic re-checks of quiet subscriptions, by outcome: unchanged (nothing recomputed) or "

@@ -148,6 +148,8 @@ SCENARIO_OBJECTS = (
     ("workload", "live-unrelated", "-n", "team-a"),
     ("workload", "live-behind", "-n", "team-a"),
     ("workload", "live-ahead", "-n", "team-b"),
+    ("workload", "live-held", "-n", "team-a"),
+    ("workload", "live-first", "-n", "team-b"),
     ("localqueue", "lq-live", "-n", "team-a"),
     ("localqueue", "lq-live", "-n", "team-b"),
     ("localqueue", "lq-live-other", "-n", "team-a"),
@@ -400,31 +402,45 @@ async def test_an_unrelated_workload_change_recomputes_nothing(
         assert "errors" not in first["payload"], first
         # Quiet: a re-check of each stream found nothing changed (the watches' first events,
         # in `impersonate` mode, are behind).
-        quiet = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
-
-        async def both_rechecked() -> bool:
-            now = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
-            return now >= quiet + 2
-
-        await async_wait_until("two quiet re-checks", both_rechecked)
+        await _quiet_rechecks(2)
         before = _recomputes("change")
         cluster.kubectl(
             "annotate", "workload", "live-unrelated", "-n", "team-a", "--overwrite", "probe=1"
         )
-        while True:  # the unrelated change has reached the server
-            pushed = await next_message(probe, SETTLE_SECONDS)
-            assert pushed["type"] == "next", pushed
-            if pushed["payload"]["data"]["workload"]["type"] == "UPDATED":
-                break
-        cluster.kubectl(
-            "annotate", "workload", "live-mine", "-n", "team-a", "--overwrite", "probe=1"
-        )
+        await _pushed_update(probe)  # the unrelated change has reached the server
+        await _recomputed_once(cluster, before, "live-mine")
 
-        async def recomputed() -> bool:
-            return _recomputes("change") >= before + 1
 
-        await async_wait_until("the related change recomputed", recomputed)
-        assert _recomputes("change") == before + 1
+async def _quiet_rechecks(count: int) -> None:
+    """Until `count` more re-checks found nothing changed."""
+    quiet = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
+
+    async def rechecked() -> bool:
+        now = _metric("kueue_graphql_subscription_rechecks_total", outcome="unchanged")
+        return now >= quiet + count
+
+    await async_wait_until(f"{count} quiet re-checks", rechecked)
+
+
+async def _pushed_update(probe: Subscriber) -> None:
+    """The next UPDATED message of a `workload` stream: its change has reached the server."""
+    while True:
+        pushed = await next_message(probe, SETTLE_SECONDS)
+        assert pushed["type"] == "next", pushed
+        if pushed["payload"]["data"]["workload"]["type"] == "UPDATED":
+            return
+
+
+async def _recomputed_once(cluster: Cluster, before: float, name: str) -> None:
+    """Annotates team-a's Workload `name` (a related change): counted as exactly one more
+    diagnosis recompute than `before`."""
+    cluster.kubectl("annotate", "workload", name, "-n", "team-a", "--overwrite", "probe=1")
+
+    async def recomputed() -> bool:
+        return _recomputes("change") >= before + 1
+
+    await async_wait_until("the related change recomputed", recomputed)
+    assert _recomputes("change") == before + 1
 
 
 @pytest.mark.both_read_modes
@@ -449,6 +465,57 @@ async def test_a_position_moved_by_another_namespace_reaches_the_subscriber(
         await _until_position(sub, behind - 1)
         # Recomputed for a change or an input read again, not for the access re-check.
         assert _recomputes("change") + _recomputes("inputs") > before
+
+
+@pytest.mark.both_read_modes
+async def test_a_position_that_stays_where_it_was_recomputes_nothing(
+    live_server: Server, cluster: Cluster, scenario: None, read_mode: ReadMode
+) -> None:
+    """alice's Workload is behind one of team-b in the same ClusterQueue. An annotation of that
+    one leaves the pending order as it was; raising its priority moves its entry, but it stays
+    ahead, so alice's position is what it was. Neither recomputes her diagnosis (issue 26:
+    every change of a Workload of the ClusterQueue recomputed every diagnosis with a position
+    in it): in `cache` mode the first wakes nothing, the second wakes the stream for its
+    position only, which is read again (from the store) and found unchanged; in `impersonate`
+    mode, whose watches see team-a only, neither wakes it. Counted, not timed: bob's `workload`
+    stream of the team-b Workload shows each change has reached the server, and the related
+    change made after them is counted as exactly one recompute."""
+    _apply(cluster, _pending_workload("team-b", "live-first", "lq-live", 100))
+    _apply(cluster, _pending_workload("team-a", "live-held", "lq-live", 0))
+    async with (
+        subscriber(live_server.url, cluster.token("alice")) as sub,
+        subscriber(live_server.url, cluster.token("bob")) as probe,
+    ):
+        await probe.subscribe("1", WORKLOAD_STREAM, {"ns": "team-b", "name": "live-first"})
+        assert (await next_message(probe, SETTLE_SECONDS))["type"] == "next"
+        await sub.subscribe("1", DIAGNOSIS_POSITION, {"ns": "team-a", "name": "live-held"})
+        behind = await _until_position(sub, None)
+        assert behind >= 1, behind
+        await _quiet_rechecks(2)
+        before = _recomputes("change")
+        unchanged = _metric("kueue_graphql_subscription_wakes_total", outcome="unchanged")
+        cluster.kubectl(
+            "annotate", "workload", "live-first", "-n", "team-b", "--overwrite", "probe=1"
+        )
+        await _pushed_update(probe)
+        cluster.kubectl(
+            "patch", "workload", "live-first", "-n", "team-b", "--type", "merge",
+            "-p", '{"spec": {"priority": 200}}',
+        )  # fmt: skip
+        await _pushed_update(probe)
+        if read_mode is ReadMode.CACHE:
+
+            async def answered() -> bool:
+                # Woken for the position and read it again (or, before the fix, recomputed).
+                return (
+                    _metric("kueue_graphql_subscription_wakes_total", outcome="unchanged")
+                    > unchanged
+                    or _recomputes("change") > before
+                )
+
+            await async_wait_until("the position read again", answered)
+            assert _recomputes("change") == before
+        await _recomputed_once(cluster, before, "live-held")
 
 
 @pytest.mark.both_read_modes

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from kueue_graphql.context import LiveLimits, LiveRegistry
 from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.authz import Access, Authorizer
 from kueue_graphql.kube.client import ApiCallMeter
@@ -105,3 +106,31 @@ async def test_a_shared_review_outlives_the_asker_that_started_it() -> None:
     assert await first is True
     await asyncio.gather(second, return_exceptions=True)
     assert second.cancelled()
+
+
+async def test_a_quiet_subscription_reads_its_decisions_from_the_shared_cache() -> None:
+    """The re-check of a quiet subscription (graph/subscription.py `_recheck`) reads the
+    decisions its answer depended on from the authorizer's cache, which every subscription
+    of the identity shares (issue 26: each re-check asked them through a request's reads);
+    one not cached (expired) must be asked: None."""
+    grace = Identity("grace", groups=("engineering", "team-a-readers"))
+    other = Access("list", WORKLOAD, "team-b")
+    registry = LiveRegistry(LiveLimits())
+    assert registry.decisions_hold(grace, {ACCESS: True}) is None  # no authorizer: ask
+    async with apiserver_stub(grants_team_a_readers) as stub:
+        authorizer = Authorizer(stub.kube, self_review=False)
+        registry = LiveRegistry(LiveLimits(), authorizer=authorizer)
+        assert authorizer.cached(grace, ACCESS) is None
+        assert registry.decisions_hold(grace, {ACCESS: True}) is None
+        meter = ApiCallMeter(budget=10)
+        assert await authorizer.allowed(grace, ACCESS, meter)
+        nobody = Identity("nobody")
+        assert await authorizer.allowed(nobody, ACCESS, meter) is False
+        assert authorizer.cached(grace, ACCESS) is True
+        assert authorizer.cached(nobody, ACCESS) is False
+        assert authorizer.cached(Identity("grace"), ACCESS) is None  # another identity
+        assert registry.decisions_hold(grace, {ACCESS: True}) is True
+        assert registry.decisions_hold(nobody, {ACCESS: False}) is True
+        assert registry.decisions_hold(nobody, {ACCESS: True}) is False  # revoked
+        assert registry.decisions_hold(grace, {ACCESS: True, other: True}) is None
+    assert len(stub.requests) == 2

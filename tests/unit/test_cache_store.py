@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kueue_graphql.core.identity import Identity
 from kueue_graphql.kube.cache_changes import CacheChanges
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import ApiCallMeter
@@ -21,9 +22,11 @@ from kueue_graphql.kube.paging import Page, PageRequest, object_order_key, page_
 from kueue_graphql.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE, WORKLOAD
 from kueue_graphql.kube.store import ALL, ANY, Indexer, namespace_key
 from kueue_graphql.kueue.conditions import workload_status
-from kueue_graphql.lookups.cache_indexes import kueue_cache, kueue_store
-from kueue_graphql.lookups.cached import CachedQuotaReads
+from kueue_graphql.lookups.apiserver import ApiServerReader
+from kueue_graphql.lookups.cache_indexes import kueue_cache, kueue_store, local_queue_of_posting
+from kueue_graphql.lookups.cached import CachedQuotaReads, CacheReader
 from kueue_graphql.lookups.disclosure import ServiceQuotaReads
+from kueue_graphql.lookups.recording import RecordingReader, changed_since
 from kueue_graphql.lookups.selection import (
     admitted_cluster_queue,
     field_selector,
@@ -31,6 +34,7 @@ from kueue_graphql.lookups.selection import (
     label_selector,
     workload_matches,
 )
+from tests.unit.test_position_reads import AllowAll
 
 CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "captured"
 
@@ -334,7 +338,7 @@ async def test_cache_changes_wake_a_subscription_after_the_store_has_the_change(
         if w["metadata"]["namespace"] == "team-a"
         and w["metadata"]["name"] != watched["metadata"]["name"]
     )
-    changes = CacheChanges(cache, _NoOtherChanges())
+    changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
     by_name = changes.open(
         None, [WatchTarget(WORKLOAD, "team-a", f"metadata.name={watched['metadata']['name']}")]
     )
@@ -376,11 +380,11 @@ async def test_cache_changes_wake_only_on_a_dependency() -> None:
     store = cache.stores[WORKLOAD]
     ours = _pending_workload("team-a", "ours", "lq", 0, "2026-01-01T00:00:00Z")
     store.replace([copy.deepcopy(ours)], "1")
-    changes = CacheChanges(cache, _NoOtherChanges())
+    changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
     sub = changes.open(None, [WatchTarget(WORKLOAD, "team-a")])
     try:
         unseen = sub.depend_on(
-            {object_key(WORKLOAD, "team-a", "ours"), position_key("team-a", "lq")}
+            {object_key(WORKLOAD, "team-a", "ours"), position_key("team-a", "lq", "ours")}
         )
         # Positions come from the store that wakes the subscription: nothing to read again
         # at the re-check.
@@ -403,6 +407,163 @@ async def test_cache_changes_wake_only_on_a_dependency() -> None:
     finally:
         await sub.close()
     assert changes.indexed() == 0
+
+
+def _queues_feeding_one_cluster_queue(cache: Any) -> None:
+    cache.stores[LOCAL_QUEUE].replace(
+        [
+            {"metadata": {"namespace": ns, "name": "lq"}, "spec": {"clusterQueue": "cq-1"}}
+            for ns in ("team-a", "team-b")
+        ],
+        "1",
+    )
+
+
+def _one_ahead_of_ours() -> tuple[Any, dict[str, Any]]:
+    """A cache where team-b's "ahead" is before team-a's "ours" in one ClusterQueue; "ahead"."""
+    cache = kueue_cache(None)
+    _queues_feeding_one_cluster_queue(cache)
+    ahead = _pending_workload("team-b", "ahead", "lq", 5, "2026-01-01T00:00:00Z")
+    ours = _pending_workload("team-a", "ours", "lq", 0, "2026-01-01T00:00:00Z")
+    cache.stores[WORKLOAD].replace([copy.deepcopy(ahead), copy.deepcopy(ours)], "1")
+    return cache, ahead
+
+
+async def _woken(subscriptions: dict[str, Any]) -> set[str]:
+    return {name for name, sub in subscriptions.items() if await sub.wait(0)}
+
+
+async def test_a_change_that_leaves_the_pending_order_wakes_no_position() -> None:
+    """A status write of a pending Workload of the same ClusterQueue (another namespace), ahead
+    of the watched one, moves no entry: no position dependent wakes (issue 26: every change of
+    a Workload of the ClusterQueue woke every position in it, and each recomputed)."""
+    cache, ahead = _one_ahead_of_ours()
+    store = cache.stores[WORKLOAD]
+    changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
+    sub = changes.open(None, [WatchTarget(WORKLOAD, "team-a")])
+    try:
+        sub.depend_on(
+            {object_key(WORKLOAD, "team-a", "ours"), position_key("team-a", "lq", "ours")}
+        )
+        written = copy.deepcopy(ahead)
+        written["status"]["conditions"] = [
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": "x"}
+        ]
+        written["metadata"]["annotations"] = {"touched": "yes"}
+        store.apply("MODIFIED", written, "2")
+        assert store.moves == ()
+        assert await sub.wait(0) is False
+        # Its entry moving behind ours (lower priority) does move ours.
+        behind = copy.deepcopy(written)
+        behind["spec"]["priority"] = -1
+        store.apply("MODIFIED", behind, "3")
+        assert await sub.wait(0) is True
+        assert sub.touched() == {position_key("team-a", "lq", "ours")}
+    finally:
+        await sub.close()
+    assert changes.indexed() == 0
+
+
+async def test_a_change_of_the_pending_order_wakes_only_the_positions_it_moves() -> None:
+    """An entry that comes, leaves or moves wakes the subscriptions of the Workloads behind it
+    (any namespace of the ClusterQueue), not those ahead of it, found through the index of the
+    watched entries; the wake says it was for the position."""
+    cache = kueue_cache(None)
+    _queues_feeding_one_cluster_queue(cache)
+    store = cache.stores[WORKLOAD]
+    watched = {
+        "first": _pending_workload("team-a", "first", "lq", 10, "2026-01-01T00:00:00Z"),
+        "middle": _pending_workload("team-a", "middle", "lq", 5, "2026-01-01T00:00:00Z"),
+        "last": _pending_workload("team-a", "last", "lq", 0, "2026-01-01T00:00:00Z"),
+    }
+    store.replace([copy.deepcopy(w) for w in watched.values()], "1")
+    changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
+    subs = {name: changes.open(None, [WatchTarget(WORKLOAD, "team-a")]) for name in watched}
+    try:
+        for name, sub in subs.items():
+            sub.depend_on(
+                {object_key(WORKLOAD, "team-a", name), position_key("team-a", "lq", name)}
+            )
+        # Comes between first and middle (another namespace): middle and last move.
+        newcomer = _pending_workload("team-b", "new", "lq", 7, "2026-01-01T00:00:01Z")
+        store.apply("ADDED", copy.deepcopy(newcomer), "2")
+        assert await _woken(subs) == {"middle", "last"}
+        assert subs["last"].touched() == {position_key("team-a", "lq", "last")}
+        # Leaves from there: the same two.
+        store.apply("DELETED", copy.deepcopy(newcomer), "3")
+        assert await _woken(subs) == {"middle", "last"}
+        # Comes behind everyone: nobody.
+        store.apply(
+            "ADDED", _pending_workload("team-b", "tail", "lq", -5, "2026-01-01T00:00:01Z"), "4"
+        )
+        assert await _woken(subs) == set()
+        # A watched Workload that moves is re-keyed: middle drops behind last, and a newcomer
+        # between their new places wakes middle only (and middle's own change wakes it).
+        moved = copy.deepcopy(watched["middle"])
+        moved["spec"]["priority"] = -2
+        store.apply("MODIFIED", moved, "5")
+        assert await _woken(subs) == {"middle", "last"}
+        store.apply(
+            "ADDED", _pending_workload("team-b", "mid2", "lq", -1, "2026-01-01T00:00:01Z"), "6"
+        )
+        assert await _woken(subs) == {"middle"}
+        # A LocalQueue of another ClusterQueue: nobody.
+        store.apply(
+            "ADDED", _pending_workload("team-a", "else", "lq-c", 50, "2026-01-01T00:00:01Z"), "7"
+        )
+        assert await _woken(subs) == set()
+    finally:
+        for sub in subs.values():
+            await sub.close()
+    assert changes.indexed() == 0
+
+
+async def test_a_position_only_wake_reads_the_position_again_and_finds_it_unchanged() -> None:
+    """Woken for a position only, a subscription reads its position again through the cache
+    (no API call): an entry ahead of it that moves but stays ahead leaves the recorded
+    position as it was, so nothing is recomputed (graph/subscription.py `_reads_the_same`)."""
+    cache, ahead = _one_ahead_of_ours()
+    store = cache.stores[WORKLOAD]
+    reader = RecordingReader(CacheReader(_allowing_reader(), cache))
+    first = await reader.pending_read("team-a", "lq", "ours")
+    assert first.own is not None
+    assert first.own.item["positionInClusterQueue"] == 1
+    changes = CacheChanges(cache, _NoOtherChanges(), local_queue_of_posting)
+    sub = changes.open(None, [WatchTarget(WORKLOAD, "team-a")])
+    try:
+        sub.depend_on(reader.recorded)
+        further_ahead = copy.deepcopy(ahead)
+        further_ahead["spec"]["priority"] = 50
+        store.apply("MODIFIED", further_ahead, "2")
+        assert await sub.wait(0) is True
+        touched = sub.touched()
+        assert touched == {position_key("team-a", "lq", "ours")}
+        again = CacheReader(_allowing_reader(), cache)
+        assert await changed_since(again, reader.recorded, touched) is False
+        # The one ahead leaves: the position reads differently.
+        store.apply("DELETED", further_ahead, "3")
+        assert await sub.wait(0) is True
+        assert await changed_since(again, reader.recorded, sub.touched() or ()) is True
+    finally:
+        await sub.close()
+
+
+class _NoApi:
+    async def request_json(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a position in the cache read mode costs no API call")
+
+
+def _allowing_reader() -> ApiServerReader:
+    async def identity() -> Identity:
+        return Identity("alice")
+
+    return ApiServerReader(
+        _NoApi(),  # type: ignore[arg-type]
+        AllowAll(),  # type: ignore[arg-type]
+        identity,
+        impersonate=False,
+        meter=ApiCallMeter(budget=100),
+    )
 
 
 def _pending_workload(

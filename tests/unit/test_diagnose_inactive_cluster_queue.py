@@ -66,8 +66,13 @@ def _cluster_queue(active: dict[str, Any], **meta: Any) -> dict[str, Any]:
     }
 
 
-def _diagnose(cq: dict[str, Any]) -> Any:
-    lq = {
+def _diagnose(
+    cq: dict[str, Any],
+    lq: dict[str, Any] | None = None,
+    workload: dict[str, Any] | None = None,
+    **inputs: Any,
+) -> Any:
+    lq = lq or {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
         "metadata": {"name": "lq", "namespace": "team"},
@@ -76,13 +81,14 @@ def _diagnose(cq: dict[str, Any]) -> Any:
     }
     return diagnose(
         DiagnosisInput(
-            workload=_workload(),
+            workload=workload or _workload(),
             events=[],
             pods=[],
             local_queue=lq,
             cluster_queue=cq,
             cluster_queues=[cq],
             cohorts=[],
+            **inputs,
         )
     )
 
