@@ -174,7 +174,7 @@ def suspended_by(owner: KubeObject | None, workload: KubeObject | None) -> str |
     yet released: Kueue suspends what it has not admitted), `user` (its Workload was deactivated,
     `spec.active: false`, or the owner names no queue and Kueue does not manage it), None when
     it is not suspended."""
-    if not owner_suspended(owner):
+    if owner is None or not owner_suspended(owner):
         return None
     if workload is not None and dig(workload, "spec", "active") is False:
         return "user"

@@ -23,7 +23,6 @@ from kueue_graphql.kube.resources import (
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
-    POD,
     RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -36,10 +35,10 @@ from kueue_graphql.kueue.pending_entry import (
     POSITION_BEYOND_KEY,
 )
 from kueue_graphql.lookups.observed import observe
+from kueue_graphql.lookups.owner_pods import owner_pods
 from kueue_graphql.lookups.reader import KueueReader
 
 T = TypeVar("T")
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 
 
 ObservedObject = JsonObject | dx.Forbidden | dx.Absent
@@ -84,19 +83,6 @@ async def _events(
     except ForbiddenError as error:
         return dx.Forbidden(str(error))
     return [e for events in lists for e in events]
-
-
-async def _pods(
-    reader: KueueReader, namespace: str, owner: JsonObject | None, workload: JsonObject | None
-) -> list[JsonObject]:
-    owner_uid = metadata(owner).get("uid") if owner else None
-    if owner is not None and owner.get("kind") == "Job" and owner_uid:
-        selector = f"{CONTROLLER_UID_LABEL}={owner_uid}"
-        return await reader.list_objects(POD, namespace, label_selector=selector)
-    if owner is None and workload is None:
-        return []
-    # Any other owner kind: its Pods are found by ownerReference in the diagnosis.
-    return await reader.list_objects(POD, namespace)
 
 
 async def _queue_position(
@@ -197,7 +183,7 @@ async def load_input(
     if queue:
         local_queue = _start(lambda: observe(reader.get(LOCAL_QUEUE, namespace, queue)))
     pods_read: asyncio.Future[ObservedList] = _start(
-        lambda: observe(_pods(reader, namespace, owner_obj, workload_obj))
+        lambda: observe(owner_pods(reader, namespace, owner_obj, workload_obj))
     )
     position_read: asyncio.Future[ObservedObject | dx.Failed] = _ready(dx.Absent("no Workload"))
     if workload_obj is not None:
