@@ -798,6 +798,10 @@ class _Starter:
         )
         if launches:
             self._wait_integrations(launches)
+        if "jobset" in {c.name for c in integrations.started(self.integrations)}:
+            progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
+            self._apply_file(MANIFESTS / "70-jobsets.yaml")
+            self._wait_job_set_scenarios()
         progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
         return self.cluster
 
@@ -1292,6 +1296,59 @@ class _Starter:
         self._wait_workload_condition("team-a", "high-priority-preemptor", "Admitted")
         self._wait_workload_condition("team-a", "healthy-running", "Admitted")
         self._wait_workload_condition("team-a", "waits-for-approval", "QuotaReserved")
+
+    def _wait_job_set_scenarios(self) -> None:
+        """70-jobsets.yaml: one refused quota, one admitted whose Pod kube-scheduler cannot place,
+        one Running (its child Jobs' Pods moved to Running as a kubelet would)."""
+
+        def workload_of(job_set: str) -> dict[str, Any] | None:
+            found = self.cluster.kubectl(
+                "get", "jobset", job_set, "-n", "team-a", "-o", "json", check=False
+            )
+            if found.returncode != 0:
+                return None
+            uid = json.loads(found.stdout)["metadata"]["uid"]
+            items = self.cluster.get_json(
+                "workloads", "-n", "team-a", "-l", f"kueue.x-k8s.io/job-uid={uid}"
+            )["items"]
+            return items[0] if items else None
+
+        def condition(job_set: str, type_: str, status: str) -> Callable[[], bool]:
+            def check() -> bool:
+                found = _conditions(workload_of(job_set) or {}).get(type_, {})
+                return found.get("status") == status and bool(found.get("message"))
+
+            return check
+
+        def unschedulable() -> bool:
+            pods = self.cluster.get_json(
+                "pods",
+                "-n",
+                "team-a",
+                "-l",
+                "jobset.sigs.k8s.io/jobset-name=js-admitted-but-unschedulable",
+            )["items"]
+            return any(
+                _conditions(p).get("PodScheduled", {}).get("reason") == "Unschedulable"
+                for p in pods
+            )
+
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            (
+                "js-too-big-3cpu is refused quota",
+                condition("js-too-big-3cpu", "QuotaReserved", "False"),
+            ),
+            ("js-running is admitted", condition("js-running", "Admitted", "True")),
+            ("js-admitted-but-unschedulable's Pod is Unschedulable", unschedulable),
+        ]
+        for what, check in checks:
+            _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
+        self._simulate_kubelet(
+            {
+                ("team-a", "js-running-workers-0"): "Running",
+                ("team-a", "js-running-workers-1"): "Running",
+            }
+        )
 
     def _wait_diagnosis_cases(self) -> None:
         def refused(namespace: str, name: str) -> Callable[[], bool]:
