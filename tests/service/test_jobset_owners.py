@@ -96,7 +96,8 @@ async def test_admitted_but_unschedulable(server: Server, cluster: Cluster, user
     assert len(pods) == 1
     # The Pods of the JobSet's child Jobs, not owned by the JobSet itself: found all the same.
     assert {p["pod"]["name"] for p in d["pods"]} == pods
-    assert d["blockingRef"]["kind"] == "Pod" and d["blockingRef"]["name"] in pods
+    assert d["blockingRef"]["kind"] == "Pod"
+    assert d["blockingRef"]["name"] in pods
     assert {p["scheduledReason"] for p in d["pods"]} == {"Unschedulable"}
     assert "InsufficientResource" in {r["code"] for r in d["reasons"]}
 
@@ -179,7 +180,8 @@ async def test_bob_is_refused_as_kubectl_refuses_him(
     refused = cluster.kubectl(
         "get", "jobset", "js-running", "-n", "team-a", user="bob", check=False
     )
-    assert refused.returncode != 0 and "forbidden" in refused.stderr.lower()
+    assert refused.returncode != 0
+    assert "forbidden" in refused.stderr.lower()
     body = await server.query(
         query, {"ns": "team-a", "kind": "JobSet", "name": "js-running"}, token=cluster.token("bob")
     )
