@@ -9,6 +9,7 @@ Needs the JobSet controller: skipped unless the control plane runs with KGQL_INT
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ import pytest
 from tests.cluster.driver import Cluster, selected_integrations
 from tests.cluster.integrations import SWITCH, started
 from tests.service.conftest import Server
+from tests.service.live_client import subscriber
+from tests.waiting import SETTLE_SECONDS
 
 if "jobset" not in {c.name for c in started(selected_integrations())}:
     pytest.skip(
@@ -199,3 +202,26 @@ async def test_js_is_no_short_name_for_jobset(server: Server, cluster: Cluster) 
         token=cluster.token("viewer"),
     )
     assert body.get("errors") or body["data"]["diagnose"]["stage"] != "RUNNING", body
+
+
+SUBSCRIPTION = """
+subscription Live($ns: String!, $kind: String!, $name: String!) {
+  diagnosis(namespace: $ns, kind: $kind, name: $name) { stage layer owner { kind name } }
+}
+"""
+
+
+@pytest.mark.parametrize("user", USERS)
+async def test_diagnosis_subscription_follows_a_jobset(
+    server: Server, cluster: Cluster, user: str
+) -> None:
+    variables = {"ns": "team-a", "kind": "JobSet", "name": "js-admitted-but-unschedulable"}
+    async with subscriber(server.url, cluster.token(user)) as sub:
+        await sub.subscribe("1", SUBSCRIPTION, variables)
+        message = await asyncio.wait_for(sub.receive(), SETTLE_SECONDS)
+    assert message["type"] == "next", message
+    assert message["payload"]["data"]["diagnosis"] == {
+        "stage": "ADMITTED_PODS_PENDING",
+        "layer": "SCHEDULER",
+        "owner": {"kind": "JobSet", "name": "js-admitted-but-unschedulable"},
+    }
