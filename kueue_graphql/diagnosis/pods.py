@@ -25,10 +25,10 @@ from kueue_graphql.kueue.objects import (
     uid,
 )
 from kueue_graphql.kueue.owners import (
-    is_pod_group_workload,
     owner_kind_of,
     owner_uid_of,
     pod_belongs,
+    pod_group_of,
 )
 from kueue_graphql.kueue.podsets import per_pod_requests
 from kueue_graphql.kueue.scheduling import expression_matches, tolerates
@@ -43,10 +43,8 @@ def pods_of(
     """Pods the owner handed off to, whatever its kind (kueue/owners.py): by ownerReference,
     the Job's or the JobSet's uid label, or Kueue's pod-group label."""
     kind = owner_kind_of(owner, workload)
-    owner_uid = owner_uid_of(owner, workload)
-    if owner_uid is None and not is_pod_group_workload(workload):
-        return []
-    return [p for p in pods if pod_belongs(p, kind, owner_uid, workload)]
+    group = pod_group_of(owner, kind, workload)
+    return [p for p in pods if pod_belongs(p, kind, owner_uid_of(owner, workload), group)]
 
 
 def is_unscheduled(pod: KubeObject) -> bool:

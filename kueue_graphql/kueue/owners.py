@@ -103,46 +103,48 @@ def is_pod_group_workload(workload: KubeObject | None) -> bool:
     return len(pods) > 1 or (bool(pods) and not any(r.get("controller") for r in pods))
 
 
-def pods_selector(
-    kind: str | None, owner_uid: str | None, workload: KubeObject | None
-) -> str | None:
-    """One label selector that lists exactly the Pods an owner hands off to (with
-    `pod_belongs`, which keeps only those), or None when the kind has none (a plain Pod is
-    its own Pod; an unknown kind is matched by ownerReference)."""
+def pods_selector(kind: str | None, owner_uid: str | None, group: str | None) -> str | None:
+    """One label selector that lists the Pods an owner hands off to (`pod_belongs` keeps exactly
+    those), or None when the kind has none (then every Pod of the namespace is listed and
+    kept by ownerReference)."""
+    if group is not None:
+        return f"{POD_GROUP_NAME_LABEL}={group}"
     if kind == "Job" and owner_uid:
         return f"{JOB_CONTROLLER_UID_LABELS[0]}={owner_uid}"
     if kind == "JobSet" and owner_uid:
         return f"{JOB_SET_UID_LABEL}={owner_uid}"
-    if (kind == "StatefulSet" or is_pod_group_workload(workload)) and workload is not None:
-        return f"{POD_GROUP_NAME_LABEL}={name(workload)}"
+    return None
+
+
+def pod_group_of(
+    owner: KubeObject | None, kind: str | None, workload: KubeObject | None
+) -> str | None:
+    """The pod group whose Pods the owner hands off to: a grouped Pod's own group; a
+    StatefulSet's or a pod group's Workload's name (Kueue names the group after it)."""
+    if kind == "Pod" and pod_group_name(owner) is not None:
+        return pod_group_name(owner)
+    if workload is not None and (kind == "StatefulSet" or is_pod_group_workload(workload)):
+        return name(workload)
     return None
 
 
 def pod_belongs(
-    pod: KubeObject, kind: str | None, owner_uid: str | None, workload: KubeObject | None
+    pod: KubeObject, kind: str | None, owner_uid: str | None, group: str | None
 ) -> bool:
-    """Whether a Pod is one the owner (of this kind and uid) handed off to."""
+    """Whether a Pod is one the owner (of this kind and uid, handing off to pod group `group`)
+    handed off to."""
+    if group is not None:
+        return pod_group_name(pod) == group
+    if owner_uid is None:
+        return False
     pod_labels = labels(pod)
-    pod_uid = uid(pod)
-    if owner_uid is not None:
-        if pod_uid == owner_uid:  # a plain Pod owns its Workload
-            return True
-        if any(r.get("uid") == owner_uid for r in items(pod, "metadata", "ownerReferences")):
-            return True
-        if any(pod_labels.get(label) == owner_uid for label in JOB_CONTROLLER_UID_LABELS):
-            return True
-        if kind in (None, "JobSet") and pod_labels.get(JOB_SET_UID_LABEL) == owner_uid:
-            return True
-    if workload is not None and (kind == "StatefulSet" or is_pod_group_workload(workload)):
-        group = pod_group_name(pod)
-        return group is not None and workload is not None and group == name(workload)
-    if workload is not None and pod_uid is not None:
-        # A pod group's Pods each own the Workload.
-        return any(
-            r.get("kind") == "Pod" and r.get("uid") == pod_uid
-            for r in items(workload, "metadata", "ownerReferences")
-        )
-    return False
+    if uid(pod) == owner_uid:  # a plain Pod owns its Workload
+        return True
+    if any(r.get("uid") == owner_uid for r in items(pod, "metadata", "ownerReferences")):
+        return True
+    if any(pod_labels.get(label) == owner_uid for label in JOB_CONTROLLER_UID_LABELS):
+        return True
+    return kind in (None, "JobSet") and pod_labels.get(JOB_SET_UID_LABEL) == owner_uid
 
 
 def scheduling_gates(pod: KubeObject) -> list[str]:
@@ -228,6 +230,7 @@ __all__ = [
     "owner_uid_of",
     "pod_belongs",
     "pod_group_name",
+    "pod_group_of",
     "pods_selector",
     "scheduling_gates",
     "suspended_by",
