@@ -13,7 +13,7 @@ from typing import Any
 
 from kueue_graphql.cli.render import WHAT_IF_QUERY, WHY_QUERY, render_diagnosis, render_what_if
 from kueue_graphql.kube.kubeconfig_error import KubeConfigError
-from kueue_graphql.kube.resources import OWNER_KINDS, canonical_kind
+from kueue_graphql.kube.resources import TARGET_KINDS, canonical_kind
 from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 
 __all__ = ["VERDICT_EXIT", "fits", "parse_target", "what_if_pod_set", "why"]
@@ -92,7 +92,7 @@ def parse_target(
         raise ValueError(f"cannot read {target!r}: give [KIND/]NAME with -n NS, or NS/NAME")
     first, name = parts
     first_kind = canonical_kind(first)
-    if namespace is not None or first_kind in (*OWNER_KINDS, "Workload"):
+    if namespace is not None or first_kind in {r.kind for r in TARGET_KINDS}:
         # kubectl's TYPE/NAME form (job/NAME, jobset/NAME, sts/NAME, workload/NAME, Job/NAME).
         if kind is not None and canonical_kind(kind) != canonical_kind(first):
             raise ValueError(f"--kind {kind} contradicts {target!r}")

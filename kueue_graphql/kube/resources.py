@@ -77,7 +77,15 @@ OWNER_KINDS = {"Job": JOB, "JobSet": JOB_SET, "StatefulSet": STATEFUL_SET, "Pod"
 
 # kubectl's short names, as the API server's discovery lists them (`kubectl api-resources`):
 # JobSet's CRD (sigs.k8s.io/jobset v0.11.1) declares none, batch Jobs have none.
-SHORT_NAMES = {"StatefulSet": ("sts",), "Pod": ("po",), "Workload": ("wl",)}
+SHORT_NAMES = {
+    "StatefulSet": ("sts",),
+    "Pod": ("po",),
+    "Deployment": ("deploy",),
+    "Workload": ("wl",),
+}
+# Kinds a target may name: the owners, Deployments (whose Pods own the Workloads: refused with
+# that said) and Workloads.
+TARGET_KINDS = (*OWNER_KINDS.values(), DEPLOYMENT, WORKLOAD)
 
 
 def canonical_kind(kind: str) -> str:
@@ -85,7 +93,7 @@ def canonical_kind(kind: str) -> str:
     `workloads.kueue.x-k8s.io` ... as kubectl users type them, to the Kind (`Job`, `Workload`).
     Other kinds come back as given; owner references are matched without regard to case."""
     wanted = kind.strip().lower()
-    for resource in (*OWNER_KINDS.values(), WORKLOAD):
+    for resource in TARGET_KINDS:
         names = {resource.kind.lower(), resource.plural, resource.plural.removesuffix("s")}
         names.update(SHORT_NAMES.get(resource.kind, ()))
         qualified = {f"{n}.{resource.group}" for n in names} if resource.group else set()

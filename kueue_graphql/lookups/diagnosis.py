@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundError
 from kueue_graphql.diagnosis.evidence import preemptor_uid
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
@@ -20,6 +20,7 @@ from kueue_graphql.kube.resources import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
+    DEPLOYMENT,
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
@@ -29,6 +30,7 @@ from kueue_graphql.kube.resources import (
 )
 from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.objects import dig, metadata, spec, status
+from kueue_graphql.kueue.owners import controller_reference
 from kueue_graphql.kueue.pending_entry import (
     FOREIGN_ENTRIES_KEY,
     HEAD_OF_CLUSTER_QUEUE_KEY,
@@ -254,10 +256,10 @@ async def load_input(
 
 
 def _owner_kind_of(workload: JsonObject) -> tuple[str, str] | None:
-    for ref in metadata(workload).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("kind", "")), str(ref.get("name", ""))
-    return None
+    """The Workload's owner: its controlling reference, else (a StatefulSet's pod group, whose
+    Workload the StatefulSet and every Pod own, none as controller) its first one."""
+    ref = controller_reference(workload)
+    return (str(ref.get("kind", "")), str(ref.get("name", ""))) if ref is not None else None
 
 
 async def diagnosis_input_for_workload(
@@ -276,6 +278,11 @@ async def diagnosis_input_for_owner(
     reader: KueueReader, namespace: str, kind: str, name: str
 ) -> dx.DiagnosisInput:
     """The input for an owner (kind "Job", any kind Kueue manages, or "Workload")."""
+    if kind == DEPLOYMENT.kind:
+        raise BadRequestError(
+            "Kueue makes one Workload per Pod of a Deployment (its pod integration), none for "
+            "the Deployment: ask about one of its Pods (kind Pod)"
+        )
     if kind == "Workload":
         return await diagnosis_input_for_workload(
             reader, await reader.get(WORKLOAD, namespace, name)

@@ -802,6 +802,10 @@ class _Starter:
             progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
             self._apply_file(MANIFESTS / "70-jobsets.yaml")
             self._wait_job_set_scenarios()
+        if self.integrations:
+            progress.step("applying the pod-group scenarios (71-pod-groups.yaml)")
+            self._apply_file(MANIFESTS / "71-pod-groups.yaml")
+            self._wait_pod_group_scenarios()
         progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
         return self.cluster
 
@@ -1349,6 +1353,52 @@ class _Starter:
                 ("team-a", "js-running-workers-1"): "Running",
             }
         )
+
+    def _wait_pod_group_scenarios(self) -> None:
+        """71-pod-groups.yaml: Kueue's Workloads for the StatefulSets and the Deployment's Pods
+        (one refused quota, the others admitted), the unschedulable Pod marked so, and the Pods of
+        sts-running and deploy-serving moved to Running once bound, as a kubelet would."""
+        namespace = "team-a-serving"
+
+        def pods(app: str) -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = self.cluster.get_json(
+                "pods", "-n", namespace, "-l", f"app={app}"
+            )["items"]
+            return found
+
+        def workloads() -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = self.cluster.get_json("workloads", "-n", namespace)[
+                "items"
+            ]
+            return found
+
+        def refused() -> bool:
+            return any(
+                _conditions(w).get("QuotaReserved", {}).get("status") == "False"
+                and "sts-too-big" in w["metadata"]["name"]
+                for w in workloads()
+            )
+
+        def bound(app: str, count: int) -> Callable[[], bool]:
+            return lambda: len([p for p in pods(app) if p["spec"].get("nodeName")]) == count
+
+        def unschedulable() -> bool:
+            return any(
+                _conditions(p).get("PodScheduled", {}).get("reason") == "Unschedulable"
+                for p in pods("sts-admitted-but-unschedulable")
+            )
+
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            ("sts-too-big is refused quota", refused),
+            ("sts-admitted-but-unschedulable's Pod is Unschedulable", unschedulable),
+            ("sts-running's 2 Pods are bound", bound("sts-running", 2)),
+            ("deploy-serving's 2 Pods are bound", bound("deploy-serving", 2)),
+        ]
+        for what, check in checks:
+            _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
+        for app in ("sts-running", "deploy-serving"):
+            for pod in pods(app):
+                self._set_pod_phase(pod, "Running")
 
     def _wait_diagnosis_cases(self) -> None:
         def refused(namespace: str, name: str) -> Callable[[], bool]:
