@@ -239,6 +239,18 @@ if "jobset" in {c.name for c in started(selected_integrations())}:
         ),
     ]
 
+# Kueue's Pod-based integrations (71-pod-groups.yaml), on whenever any controller is.
+if selected_integrations():
+    PROBES += [
+        Probe(
+            "a statefulset's pods",
+            ("get", "pods", "-n", "team-a-serving", "-l", "app=sts-running"),
+            '{ workloadFor(namespace: "team-a-serving", kind: "StatefulSet", '
+            'name: "sts-running") { owner { pods { name } } } }',
+            ("workloadFor", "owner", "pods"),
+        ),
+    ]
+
 
 def kubectl_view(
     cluster: Cluster, user: str, probe: Probe, kubeconfig: Path | None = None
