@@ -189,14 +189,16 @@ async def why(args: argparse.Namespace) -> int:
             args.kind,
             _context_namespace(args.kubeconfig, args.context),
         )
-        if args.what_if and kind != "Job":
-            raise ValueError("--what-if takes a Job (its pod template is what would be submitted)")
+        if args.what_if and kind not in ("Job", "JobSet"):
+            raise ValueError(
+                "--what-if takes a Job or a JobSet (its pod templates are what would be submitted)"
+            )
         if args.what_if:
             query = WHAT_IF_QUERY
             variables: dict[str, Any] = {
                 "namespace": namespace,
                 "localQueue": args.local_queue,
-                "fromJob": {"namespace": namespace, "name": name},
+                "fromJob": {"namespace": namespace, "name": name, "kind": kind},
             }
         else:
             query, variables = WHY_QUERY, {"namespace": namespace, "kind": kind, "name": name}

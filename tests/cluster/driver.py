@@ -798,6 +798,19 @@ class _Starter:
         )
         if launches:
             self._wait_integrations(launches)
+        if self.integrations:
+            progress.step("applying the owner scenarios' queues (69-owner-queues.yaml)")
+            self._apply_file(MANIFESTS / "69-owner-queues.yaml")
+            _wait(
+                "ClusterQueue cq-owners-2cpu Active",
+                lambda: _conditions(self.cluster.get_json("clusterqueue", "cq-owners-2cpu"))
+                .get("Active", {})
+                .get("status")
+                == "True",
+                START_SECONDS,
+                self.progress,
+                self.launcher.logs / "kueue.log",
+            )
         if "jobset" in {c.name for c in integrations.started(self.integrations)}:
             progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
             self._apply_file(MANIFESTS / "70-jobsets.yaml")

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.driver import Cluster, selected_integrations
-from tests.cluster.integrations import started
+from tests.cluster.driver import Cluster
 
 pytestmark = pytest.mark.cluster
 
@@ -235,17 +234,9 @@ def test_visibility_api_gives_queue_positions(cluster: Cluster) -> None:
         cluster,
         "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq-small-2cpu/pendingworkloads",
     )["items"]
-    positions = [
+    assert [
         (i["metadata"]["name"].rsplit("-", 1)[0], i["positionInClusterQueue"]) for i in items
-    ]
-    # With KGQL_INTEGRATIONS on, the JobSet and StatefulSet held for quota (70-jobsets.yaml,
-    # 71-pod-groups.yaml) wait behind it, created later at the same priority.
-    expected = ["job-too-big-3x1cpu"]
-    if "jobset" in {c.name for c in started(selected_integrations())}:
-        expected.append("jobset-js-too-big-3cpu")
-    if selected_integrations():
-        expected.append("statefulset-sts-too-big")
-    assert positions == [(name, position) for position, name in enumerate(expected)]
+    ] == [("job-too-big-3x1cpu", 0)]
 
 
 def test_higher_priority_workload_preempts_a_lower_one(cluster: Cluster) -> None:

@@ -80,7 +80,7 @@ async def test_held_for_quota(server: Server, cluster: Cluster, user: str) -> No
     d = await diagnose(server, cluster, user, "JobSet", "js-too-big-3cpu")
     assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
     assert d["owner"] == {"kind": "JobSet", "name": "js-too-big-3cpu"}
-    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-small-2cpu", "namespace": None}
+    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-owners-2cpu", "namespace": None}
     assert "ExceedsMaxQuota" in {r["code"] for r in d["reasons"]}
     # Suspended by Kueue: the JobSet controller made its Jobs (suspended), no Pod exists.
     assert d["pods"] == []

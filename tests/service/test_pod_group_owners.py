@@ -69,7 +69,7 @@ async def test_statefulset_held_for_quota(server: Server, cluster: Cluster, user
     d = (await ask(server, cluster, user, DIAGNOSE, "sts", "sts-too-big"))["diagnose"]
     assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
     assert d["owner"] == {"kind": "StatefulSet", "name": "sts-too-big"}
-    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-small-2cpu"}
+    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-owners-2cpu"}
     w = (await ask(server, cluster, user, OWNER, "StatefulSet", "sts-too-big"))["workloadFor"]
     # One pod group of 3: the StatefulSet's replicas as Kueue counts them.
     assert [p["count"] for p in w["podSets"]] == [3]
