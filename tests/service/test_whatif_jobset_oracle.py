@@ -99,12 +99,8 @@ CASES = {
         ],
     ),
 }
-# Seen: Kueue's message names both pod sets ("couldn't assign flavors to pod set driver: flavor
-# standard doesn't match node affinity; couldn't assign flavors to pod set workers: ..."), whatIf's
-# only the first (Kueue's assignFlavors returns at the first pod set without a flavor,
-# flavorassigner.go, so the second message comes from a path not ported yet). Strict: this fails
-# once whatIf agrees, and the mark is then removed.
-KNOWN_DISAGREEMENTS = {"no-flavor-matches"}
+# Kueue's message names only the first pod set without a flavor ("driver"): its assignFlavors
+# returns there (flavorassigner.go). whatIf named both until it stopped there too.
 
 
 def _apply(cluster: Cluster, obj: dict[str, Any]) -> None:
@@ -154,18 +150,7 @@ def _decided(cluster: Cluster, name: str) -> dict[str, Any] | None:
     return None
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(
-            case,
-            marks=pytest.mark.xfail(strict=True, reason="whatIf names only the first pod set")
-            if case in KNOWN_DISAGREEMENTS
-            else (),
-        )
-        for case in CASES
-    ],
-)
+@pytest.mark.parametrize("case", CASES)
 async def test_what_if_from_a_jobset_agrees_with_kueue(
     server: Server, cluster: Cluster, case: str, cleanup: None
 ) -> None:
