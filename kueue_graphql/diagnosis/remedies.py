@@ -390,7 +390,14 @@ def _steps(
             "Kueue ignores this object. To queue it under Kueue, create it with the label "
             "kueue.x-k8s.io/queue-name=<your LocalQueue>."
         )
-    if d.stage is Stage.NO_WORKLOAD_YET:
+    incomplete = next((r for r in d.reasons if r.code == Code.POD_GROUP_INCOMPLETE), None)
+    if incomplete is not None:
+        yield (
+            "Create the group's missing Pods (same kueue.x-k8s.io/pod-group-name label), or "
+            "lower kueue.x-k8s.io/pod-group-total-count on every Pod of the group to the number "
+            "you mean to run."
+        )
+    elif d.stage is Stage.NO_WORKLOAD_YET:
         yield (
             "Check that Kueue is running and its integration for this kind is enabled "
             "(Kueue creates the Workload within seconds)."

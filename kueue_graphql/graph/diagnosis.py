@@ -17,6 +17,7 @@ from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.cohort import Cohort
 from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.job import Job
+from kueue_graphql.graph.jobset import JobSet
 from kueue_graphql.graph.kubernetes_node import KubernetesNode
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.node import Node, global_id
@@ -308,7 +309,8 @@ BlockingObject = Annotated[
     | Pod
     | KubernetesNode
     | Workload
-    | Job,
+    | Job
+    | JobSet,
     strawberry.union(
         "BlockingObject", description="The object that holds the workload, navigable."
     ),
@@ -323,6 +325,7 @@ _BLOCKING_TYPES: dict[str, Any] = {
     "Node": KubernetesNode,
     "Workload": Workload,
     "Job": Job,
+    "JobSet": JobSet,
 }
 
 

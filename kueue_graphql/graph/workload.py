@@ -21,17 +21,25 @@ from kueue_graphql.graph.common import (
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, quantities, resource_list
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import WORKLOAD
+from kueue_graphql.kube.resources import JOB_SET, OWNER_KINDS, WORKLOAD
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import metadata, spec, status
+from kueue_graphql.kueue.owners import (
+    controller_reference,
+    owner_facts,
+    owner_suspended,
+    suspended_by,
+)
 from kueue_graphql.kueue.requests import spec_podset_requests, total_requests
-from kueue_graphql.lookups import OwnerReads, diagnosis_input_for_workload
+from kueue_graphql.lookups import OwnerReads, diagnosis_input_for_workload, owner_pods
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
     from kueue_graphql.graph.diagnosis import Diagnosis
     from kueue_graphql.graph.job import Job
+    from kueue_graphql.graph.jobset import JobSet
     from kueue_graphql.graph.localqueue import LocalQueue
+    from kueue_graphql.graph.pod import Pod
     from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
 
 
@@ -118,11 +126,72 @@ class OwnerReference:
 
 
 def _controller_owner(obj: JsonObject) -> dict[str, Any] | None:
-    owners = metadata(obj).get("ownerReferences") or []
-    for owner in owners:
-        if owner.get("controller"):
-            return dict(owner)
-    return dict(owners[0]) if owners else None
+    found = controller_reference(obj)
+    return dict(found) if found is not None else None
+
+
+@strawberry.enum(description="Who holds a suspended owner.")
+class SuspendedBy(Enum):
+    KUEUE = "kueue"
+    USER = "user"
+
+
+@strawberry.type(
+    description="The object Kueue's job framework manages for this Workload (its controlling "
+    "ownerReference; for a pod group, its first Pod), whatever its kind. `kind`, `apiVersion` "
+    "and `name` come from the Workload; the other fields read the object as the caller "
+    "(FORBIDDEN when they may not get it) and are null for a kind the service does not read."
+)
+class WorkloadOwner:
+    kind: str
+    api_version: str
+    name: str
+    namespace: str | None
+    workload: strawberry.Private[JsonObject]
+    loaded: strawberry.Private[JsonObject | None] = None
+
+    async def obj(self, info: Info) -> JsonObject | None:
+        resource = OWNER_KINDS.get(self.kind)
+        if resource is None or self.api_version.rpartition("/")[0] != resource.group:
+            return None
+        if self.loaded is None:
+            self.loaded = await reads(info).get(resource, self.namespace, self.name)
+        return self.loaded
+
+    @field(
+        description="Whether the owner is suspended: `spec.suspend` (Job, JobSet), Kueue's "
+        "scheduling gate (Pod); null for a kind without one (StatefulSet: its Pods are gated)."
+    )
+    async def suspended(self, info: Info) -> bool | None:
+        return owner_suspended(await self.obj(info))
+
+    @field(
+        description="Who holds it when suspended: KUEUE (its Workload is not admitted, or not "
+        "released yet) or USER (the Workload was deactivated, `spec.active: false`)."
+    )
+    async def suspended_by(self, info: Info) -> SuspendedBy | None:
+        who = suspended_by(await self.obj(info), self.workload)
+        return SuspendedBy(who) if who else None
+
+    @field(description="The owner's `status.conditions`.")
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        found = await self.obj(info)
+        return conditions(found) if found is not None else None
+
+    @field(description="Who creates its Pods once Kueue admits it.")
+    def pods_created_by(self) -> str | None:
+        facts = owner_facts(self.kind)
+        return facts.pods_created_by if facts else None
+
+    @field(description="Its Pods, found as the diagnosis finds them (listed as the caller).")
+    async def pods(
+        self, info: Info
+    ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
+        from kueue_graphql.graph.pod import Pod
+
+        owner = await self.obj(info)
+        found = await owner_pods(reads(info), self.namespace or "", owner, self.workload)
+        return sorted((Pod.from_json(p) for p in found), key=lambda p: p.ref_name)
 
 
 @strawberry.type(description="kueue.x-k8s.io/v1beta2 Workload.")
@@ -317,6 +386,35 @@ class Workload(KubeObject):
             await diagnosis_input_for_workload(reads(info), await self.obj(info)),
             (self.ref_namespace or "", "Workload", self.ref_name),
         )
+
+    @field(description="The object Kueue manages for this Workload, whatever its kind.")
+    async def owner(self, info: Info) -> WorkloadOwner | None:
+        obj = await self.obj(info)
+        found = _controller_owner(obj)
+        if not found:
+            return None
+        return WorkloadOwner(
+            kind=str(found.get("kind", "")),
+            api_version=str(found.get("apiVersion", "")),
+            name=str(found.get("name", "")),
+            namespace=self.ref_namespace,
+            workload=obj,
+        )
+
+    @field(description="The owning JobSet (jobset.x-k8s.io), when the owner is one.")
+    async def job_set(
+        self, info: Info
+    ) -> Annotated[JobSet, strawberry.lazy("kueue_graphql.graph.jobset")] | None:
+        from kueue_graphql.graph.jobset import JobSet
+
+        owner = _controller_owner(await self.obj(info))
+        if (
+            owner
+            and owner.get("kind") == "JobSet"
+            and str(owner.get("apiVersion", "")).startswith(f"{JOB_SET.group}/")
+        ):
+            return JobSet.ref(str(owner["name"]), self.ref_namespace)
+        return None
 
     @field(description="The owning batch/v1 Job, when the owner is one.")
     async def job(

@@ -209,6 +209,7 @@ class Code(enum.StrEnum):
     DEACTIVATED = "Deactivated"
     PREEMPTED = "Preempted"
     NO_WORKLOAD = "NoWorkload"
+    POD_GROUP_INCOMPLETE = "PodGroupIncomplete"
     NO_QUEUE_NAME = "NoQueueName"
     OWNER_STILL_SUSPENDED = "OwnerStillSuspended"
     NO_PODS_YET = "NoPodsYet"
@@ -314,6 +315,7 @@ _GROUPS: dict[Code, CodeGroup] = {
         Code.DEACTIVATED,
         Code.PREEMPTED,
         Code.NO_WORKLOAD,
+        Code.POD_GROUP_INCOMPLETE,
         Code.NO_QUEUE_NAME,
         Code.OWNER_STILL_SUSPENDED,
         Code.NO_PODS_YET,

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundError
 from kueue_graphql.diagnosis.evidence import preemptor_uid
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
@@ -20,10 +20,10 @@ from kueue_graphql.kube.resources import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
+    DEPLOYMENT,
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
-    POD,
     RESOURCE_FLAVOR,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
@@ -31,17 +31,18 @@ from kueue_graphql.kube.resources import (
 )
 from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.objects import dig, metadata, spec, status
+from kueue_graphql.kueue.owners import controller_reference
 from kueue_graphql.kueue.pending_entry import (
     FOREIGN_ENTRIES_KEY,
     HEAD_OF_CLUSTER_QUEUE_KEY,
     POSITION_BEYOND_KEY,
 )
 from kueue_graphql.lookups.observed import observe
+from kueue_graphql.lookups.owner_pods import owner_pods
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.lookups.recording import ObjectFingerprint, ignoring_status
 
 T = TypeVar("T")
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 
 
 ObservedObject = JsonObject | dx.Forbidden | dx.Absent
@@ -95,19 +96,6 @@ async def _events(
     except ForbiddenError as error:
         return dx.Forbidden(str(error))
     return [e for events in lists for e in events]
-
-
-async def _pods(
-    reader: KueueReader, namespace: str, owner: JsonObject | None, workload: JsonObject | None
-) -> list[JsonObject]:
-    owner_uid = metadata(owner).get("uid") if owner else None
-    if owner is not None and owner.get("kind") == "Job" and owner_uid:
-        selector = f"{CONTROLLER_UID_LABEL}={owner_uid}"
-        return await reader.list_objects(POD, namespace, label_selector=selector)
-    if owner is None and workload is None:
-        return []
-    # Any other owner kind: its Pods are found by ownerReference in the diagnosis.
-    return await reader.list_objects(POD, namespace)
 
 
 async def _queue_position(
@@ -208,7 +196,7 @@ async def load_input(
     if queue:
         local_queue = _start(lambda: observe(reader.get(LOCAL_QUEUE, namespace, queue)))
     pods_read: asyncio.Future[ObservedList] = _start(
-        lambda: observe(_pods(reader, namespace, owner_obj, workload_obj))
+        lambda: observe(owner_pods(reader, namespace, owner_obj, workload_obj))
     )
     position_read: asyncio.Future[ObservedObject | dx.Failed] = _ready(dx.Absent("no Workload"))
     if workload_obj is not None:
@@ -279,10 +267,10 @@ async def load_input(
 
 
 def _owner_kind_of(workload: JsonObject) -> tuple[str, str] | None:
-    for ref in metadata(workload).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("kind", "")), str(ref.get("name", ""))
-    return None
+    """The Workload's owner: its controlling reference, else (a StatefulSet's pod group, whose
+    Workload the StatefulSet and every Pod own, none as controller) its first one."""
+    ref = controller_reference(workload)
+    return (str(ref.get("kind", "")), str(ref.get("name", ""))) if ref is not None else None
 
 
 async def diagnosis_input_for_workload(
@@ -301,6 +289,11 @@ async def diagnosis_input_for_owner(
     reader: KueueReader, namespace: str, kind: str, name: str
 ) -> dx.DiagnosisInput:
     """The input for an owner (kind "Job", any kind Kueue manages, or "Workload")."""
+    if kind == DEPLOYMENT.kind:
+        raise BadRequestError(
+            "Kueue makes one Workload per Pod of a Deployment (its pod integration), none for "
+            "the Deployment: ask about one of its Pods (kind Pod)"
+        )
     if kind == "Workload":
         return await diagnosis_input_for_workload(
             reader, await reader.get(WORKLOAD, namespace, name)

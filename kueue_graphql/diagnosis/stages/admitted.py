@@ -19,6 +19,7 @@ from kueue_graphql.kueue.objects import (
     ref,
     text,
 )
+from kueue_graphql.kueue.owners import owner_facts
 from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["admitted"]
@@ -39,11 +40,14 @@ def admitted(ctx: Context) -> Diagnosis:
         stage = Stage.RUNNING if ready else Stage.ADMITTED_PODS_PENDING
         return build(ctx, stage, Layer.RUNTIME, reason.message, None, [reason, *base], quota)
     if not ctx.pods:
+        owner = owner_from_workload(ctx.workload)
+        facts = owner_facts(owner.kind) if owner is not None else None
         suspended = dig(ctx.owner, "spec", "suspend") is True
         if suspended:
+            what = f"{owner.kind} {owner.name}" if owner is not None else "the owner"
             reason = Reason(
                 Code.OWNER_STILL_SUSPENDED,
-                "admitted, but Kueue has not unsuspended the owner yet",
+                f"admitted, but Kueue has not unsuspended {what} yet (spec.suspend is true)",
                 ReasonSource.OBJECT,
                 object=ref(ctx.owner) if ctx.owner is not None else None,
             )
@@ -56,17 +60,19 @@ def admitted(ctx: Context) -> Diagnosis:
                 [reason, *base],
                 quota,
             )
-        reason = Reason(
-            Code.NO_PODS_YET,
-            "admitted, but the owner's controller has not created Pods yet",
-            ReasonSource.OBJECT,
-        )
+        message = "admitted, but the owner's controller has not created Pods yet"
+        if owner is not None and facts is not None:
+            message = (
+                f"admitted, but no Pod of {owner.kind} {owner.name} exists yet: "
+                f"{facts.pods_created_by} has not created them"
+            )
+        reason = Reason(Code.NO_PODS_YET, message, ReasonSource.OBJECT, object=owner)
         return build(
             ctx,
             Stage.ADMITTED_PODS_PENDING,
             Layer.RUNTIME,
             reason.message,
-            owner_from_workload(ctx.workload),
+            owner,
             [reason, *base],
             quota,
         )
