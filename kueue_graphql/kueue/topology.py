@@ -327,13 +327,13 @@ def domain_rooms(
     level: str,
     flavor: Mapping[str, Any],
     flavor_names: frozenset[str],
-    per_pod: Mapping[str, Any],
+    per_pod: Mapping[str, Decimal],
     pod_template: Mapping[str, Any],
     nodes: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
     workloads: Iterable[Mapping[str, Any]],
 ) -> list[DomainRoom]:
-    """How many Pods of `per_pod` (Quantities) fit in each domain at `level` of the Topology
+    """How many Pods of `per_pod` (one Pod's requests) fit in each domain at `level` of the Topology
     with `levels`, as Kueue's TAS snapshot for `flavor` counts them (see the module's sources).
     `flavor_names`: every ResourceFlavor of this Topology (their admitted usage counts).
     Sorted by room, largest first, then by values."""
@@ -375,7 +375,7 @@ def domain_rooms(
                     _add(capacity, units, -domain.count)
                     _add(capacity, {"pods": domain.count}, -1)
                     break
-    request = {**_units(per_pod), "pods": 1}
+    request = {**{res: kueue_units(res, v) for res, v in per_pod.items()}, "pods": 1}
     rooms: dict[tuple[str, ...], list[int]] = {}
     for leaf, capacity in leaves.items():
         room = rooms.setdefault(leaf[:depth], [0, 0])

@@ -48,7 +48,7 @@ def _rooms(c: dict[str, Any], level: str) -> dict[str, int]:
         level=level,
         flavor=c["flavor"],
         flavor_names=frozenset({c["flavor"]["metadata"]["name"]}),
-        per_pod=kueue_podset_requests(c["too_big"])[0].per_pod,
+        per_pod={r: q.amount for r, q in kueue_podset_requests(c["too_big"])[0].per_pod.items()},
         pod_template=podset["template"],
         nodes=c["nodes"],
         pods=c["pods"],
