@@ -365,6 +365,14 @@ def _topology_placement(c: _Case) -> Iterator[str]:
     )
 
 
+def _topology_gated(c: _Case) -> Iterator[str]:
+    yield (
+        "Kueue lifts the kueue.x-k8s.io/topology gate within seconds of admission; if it stays, "
+        "look at the Kueue controller's log (its topology ungater) and check that the "
+        "Workload's status.admission still holds a topologyAssignment."
+    )
+
+
 def _said(c: _Case) -> Iterator[str]:
     yield _SAID[Code(c.r.code)].format(cq=c.cq, lq=c.lq, flavor=c.r.flavor, resource=c.r.resource)
 
@@ -399,6 +407,7 @@ _REMEDIES: dict[Code, Callable[[_Case], Iterator[str]]] = {
     Code.BEHIND_QUEUE_HEAD: _behind_queue_head,
     Code.REQUEUE_BACKOFF: _requeue_backoff,
     Code.TOPOLOGY_PLACEMENT_FAILED: _topology_placement,
+    Code.TOPOLOGY_GATED: _topology_gated,
 }
 """The next steps for each cause code; a code not listed has none of its own."""
 

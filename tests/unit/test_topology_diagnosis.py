@@ -103,3 +103,47 @@ def test_a_tenant_gets_kueues_figure_without_domain_names() -> None:
     text = json.dumps([d.summary, list(d.next_steps), fit.hidden_because])
     for hidden in ("r1", "r2", "r3", "tas-r"):
         assert f"{hidden}" not in text.replace("tas-rack", ""), text
+
+
+def _fits_input(pods: list[Any]) -> dx.DiagnosisInput:
+    workloads = _load("workloads.json")["items"]
+    fits = next(w for w in workloads if w["metadata"]["name"].startswith("job-fits"))
+    return dx.DiagnosisInput(
+        workload=fits,
+        local_queue=_load("localqueue.json"),
+        cluster_queue=_load("clusterqueue.json"),
+        pods=pods,
+        events=[],
+        nodes=_load("nodes.json")["items"],
+    )
+
+
+def _fits_pods() -> list[Any]:
+    return [p for p in _load("pods.json")["items"] if p["metadata"]["name"].startswith("fits-")]
+
+
+def test_a_pod_kueue_has_not_ungated_is_kueues_layer() -> None:
+    pods = _fits_pods()
+    gated = pods[0]
+    gated["spec"].pop("nodeName")
+    gated["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/topology"}]
+    gated["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}  # fmt: skip
+    d = dx.diagnose(_fits_input(pods))
+    assert (d.stage, d.layer) == (dx.Stage.ADMITTED_PODS_PENDING, dx.Layer.KUEUE)
+    assert d.reasons[0].code == Code.TOPOLOGY_GATED
+    assert d.blocking_object is not None
+    assert d.blocking_object.name == gated["metadata"]["name"]
+    assert any("topology ungater" in s for s in d.next_steps)
+
+
+def test_an_ungated_pod_that_does_not_schedule_is_the_schedulers() -> None:
+    pods = _fits_pods()
+    stuck = pods[0]
+    stuck["spec"].pop("nodeName")
+    stuck["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+         "message": "0/6 nodes are available: 6 Insufficient cpu."}]}  # fmt: skip
+    d = dx.diagnose(_fits_input(pods))
+    assert (d.stage, d.layer) == (dx.Stage.ADMITTED_PODS_PENDING, dx.Layer.SCHEDULER)
+    assert all(r.code != Code.TOPOLOGY_GATED for r in d.reasons)
