@@ -12,10 +12,10 @@ non-TAS usage, so rack r2 has room for 2 Pods, r1 and r3 for 4 each.
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 
 from tests.cluster.driver import Cluster
+from tests.diagnosis.own_objects import apply
 from tests.teardown import force_delete_pods, remove, remove_namespace
 
 NS = "tas-a"
@@ -110,16 +110,6 @@ NON_TAS_POD = {
     "metadata": {"name": "non-tas", "namespace": NS, "labels": LABELS},
     "spec": {**_pod_spec(str(NON_TAS_CPU)), "nodeName": NON_TAS_NODE, "tolerations": [TOLERATION]},
 }  # fmt: skip
-
-
-def apply(cluster: Cluster, objects: list[Any]) -> None:
-    proc = subprocess.run(
-        [str(cluster.kubectl_bin), "--kubeconfig", str(cluster.admin_kubeconfig), "apply", "-f",
-         "-"],
-        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
-        text=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def make_nodes(cluster: Cluster) -> None:
