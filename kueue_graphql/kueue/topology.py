@@ -365,16 +365,23 @@ def domain_rooms(
     for node_name, used in _non_tas_usage(pods).items():
         if node_name in node_of_leaf:
             _add(leaves[node_of_leaf[node_name]], used, -1)
+    # An assignment names leaves by its own levels (the hostname alone, when that is the
+    # lowest level): one index per such set of levels.
+    by_levels: dict[tuple[int, ...], dict[tuple[str, ...], tuple[str, ...]]] = {}
     for assignment, units in _tas_usage(workloads, flavor_names):
-        positions = [list(levels).index(lv) for lv in assignment.levels if lv in levels]
+        positions = tuple(list(levels).index(lv) for lv in assignment.levels if lv in levels)
         if len(positions) != len(assignment.levels):
             continue
+        if positions not in by_levels:
+            index: dict[tuple[str, ...], tuple[str, ...]] = {}
+            for leaf in leaves:
+                index.setdefault(tuple(leaf[p] for p in positions), leaf)
+            by_levels[positions] = index
         for domain in assignment.domains:
-            for leaf, capacity in leaves.items():
-                if all(leaf[p] == v for p, v in zip(positions, domain.values, strict=True)):
-                    _add(capacity, units, -domain.count)
-                    _add(capacity, {"pods": domain.count}, -1)
-                    break
+            leaf_of = by_levels[positions].get(domain.values)
+            if leaf_of is not None:
+                _add(leaves[leaf_of], units, -domain.count)
+                _add(leaves[leaf_of], {"pods": domain.count}, -1)
     request = {**{res: kueue_units(res, v) for res, v in per_pod.items()}, "pods": 1}
     rooms: dict[tuple[str, ...], list[int]] = {}
     for leaf, capacity in leaves.items():
