@@ -157,12 +157,16 @@ class TopologyFit:
     pods_wanted: int
     per_pod: Mapping[str, Decimal]
     kueue_fitting: int | None
-    """What Kueue's message says its best domain could take."""
+    """The Pods Kueue's message says its best domain could take (whole slices' Pods)."""
     flavor: str | None
     domains: tuple[DomainRoom, ...] | None
     """Every domain at `level`, most room first, counted as Kueue's TAS snapshot counts; None
     when the caller may not read what that needs (`hidden_because`)."""
     hidden_because: str | None = None
+    slice_level: str | None = None
+    slice_size: int | None = None
+    """Set when the pod set asks for slices: room is then counted in whole slices, each in
+    one domain of `slice_level`."""
 
 
 @dataclass(frozen=True)

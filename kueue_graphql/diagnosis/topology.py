@@ -71,10 +71,17 @@ def _fit(ctx: Context, reason: Reason, podset: Mapping[str, object]) -> Topology
     per_pod = next(
         (ps.per_pod for ps in workload_requests(ctx.workload) if ps.name == reason.pod_set), {}
     )
-    fitting = reason.number("fitting")
-    wanted = reason.number("wanted")
+    size = request.slice_size if request is not None and request.slice_level else None
     count = podset.get("count")
-    pods_wanted = int(wanted) if wanted is not None else (count if isinstance(count, int) else 0)
+    pods_wanted = count if isinstance(count, int) else 0
+    fitting = reason.number("fitting")
+    if fitting is None and size is not None:
+        # Counted in slices: the Pods of as many whole slices.
+        slices = reason.number("fittingSlices")
+        fitting = slices * size if slices is not None else None
+    wanted = reason.number("wanted")
+    if wanted is not None and size is None:
+        pods_wanted = int(wanted)
     flavor, flavor_names = _flavors_of_topology(ctx, topology)
     hidden = _hidden_because(ctx)
     levels = [
@@ -102,6 +109,8 @@ def _fit(ctx: Context, reason: Reason, podset: Mapping[str, object]) -> Topology
                 nodes=known(ctx.inp.nodes) or [],
                 pods=known(ctx.inp.cluster_pods) or [],
                 workloads=known(ctx.inp.cluster_workloads) or [],
+                slice_level=request.slice_level if request is not None else None,
+                slice_size=size,
             )
         )
     return TopologyFit(
@@ -114,6 +123,8 @@ def _fit(ctx: Context, reason: Reason, podset: Mapping[str, object]) -> Topology
         kueue_fitting=int(fitting) if fitting is not None else None,
         flavor=name(flavor) if flavor is not None else None,
         domains=domains,
+        slice_level=request.slice_level if size is not None and request is not None else None,
+        slice_size=size,
         hidden_because=hidden,
     )
 
@@ -144,9 +155,15 @@ def topology_summary(fit: TopologyFit) -> str:
     """ "needs 5 Pods of 2 cpu in one <level> (required): the best, r3, has room for 4; ..."."""
     where = f"one {fit.level}" if fit.level else "one domain"
     mode = f" ({fit.mode})" if fit.mode else ""
+    slices = (
+        f" (in slices of {fit.slice_size}, each in one {fit.slice_level})"
+        if fit.slice_size and fit.slice_level
+        else ""
+    )
     head = (
         f"topology-aware scheduling cannot place pod set {fit.pod_set}: it needs "
-        f"{fit.pods_wanted} Pods{_per_pod(fit)} in {where}{mode} of Topology {fit.topology}"
+        f"{fit.pods_wanted} Pods{_per_pod(fit)} in {where}{mode}{slices} of Topology "
+        f"{fit.topology}"
     )
     if fit.domains is not None:
         if not fit.domains:

@@ -99,6 +99,11 @@ class TopologyPlacement:
         description="Most room first; null when the caller may not read what the count needs."
     )
     hidden_because: str | None
+    slice_level: str | None = strawberry.field(
+        description="Set when the pod set asks for slices: `domains` then count the Pods of "
+        "whole slices, each slice in one domain of this level."
+    )
+    slice_size: int | None
 
 
 def topology_placement_of(fit: TopologyFit) -> TopologyPlacement:
@@ -118,4 +123,6 @@ def topology_placement_of(fit: TopologyFit) -> TopologyPlacement:
             for d in fit.domains
         ],
         hidden_because=fit.hidden_because,
+        slice_level=fit.slice_level,
+        slice_size=fit.slice_size,
     )

@@ -201,13 +201,15 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
     if m := _TOPOLOGY_NOT_FIT.match(part):
         # Kueue's TAS step (tas_flavor_snapshot.go notFitMessage): how many Pods (or slices)
         # of the pod set its best domain at the level asked could take, out of how many.
+        # Counted in slices when the pod set asks for slices ("slice(s)").
         wanted = m.group("of") or m.group("none")
+        unit = "Slices" if m.group("unit") == "slice" else ""
         return replace(
             base,
             code=Code.TOPOLOGY_PLACEMENT_FAILED,
             object=ObjectRef("Topology", m.group("topology"), None, KUEUE_API),
             numbers=tuple(
-                Number(label, Decimal(value), value)
+                Number(label + unit, Decimal(value), value)
                 for label, value in (
                     ("fitting", m.group("fit") or ("0" if m.group("none") else None)),
                     ("wanted", wanted),

@@ -332,11 +332,15 @@ def domain_rooms(
     nodes: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
     workloads: Iterable[Mapping[str, Any]],
+    slice_level: str | None = None,
+    slice_size: int | None = None,
 ) -> list[DomainRoom]:
     """How many Pods of `per_pod` (one Pod's requests) fit in each domain at `level` of the Topology
     with `levels`, as Kueue's TAS snapshot for `flavor` counts them (see the module's sources).
     `flavor_names`: every ResourceFlavor of this Topology (their admitted usage counts).
-    Sorted by room, largest first, then by values."""
+    With `slice_level` and `slice_size` a domain's room is in whole slices, each in one domain
+    of `slice_level` (a slice level above `level` counts as `level`). Sorted by room, largest
+    first, then by values."""
     if level not in levels:
         return []
     depth = list(levels).index(level) + 1
@@ -383,10 +387,17 @@ def domain_rooms(
                 _add(leaves[leaf_of], units, -domain.count)
                 _add(leaves[leaf_of], {"pods": domain.count}, -1)
     request = {**{res: kueue_units(res, v) for res, v in per_pod.items()}, "pods": 1}
+    # fillInCountsHelper: Pods per slice-level domain, whole slices only, summed upwards.
+    size = slice_size if slice_level in levels and slice_size and slice_size > 1 else 1
+    slice_depth = list(levels).index(slice_level) + 1 if size > 1 and slice_level else depth
+    per_slice_domain: dict[tuple[str, ...], int] = {}
     rooms: dict[tuple[str, ...], list[int]] = {}
     for leaf, capacity in leaves.items():
-        room = rooms.setdefault(leaf[:depth], [0, 0])
-        room[0] += count_in(request, capacity) if leaf in usable else 0
-        room[1] += leaf_nodes[leaf]
+        fits = count_in(request, capacity) if leaf in usable else 0
+        key = leaf[: max(slice_depth, depth)]
+        per_slice_domain[key] = per_slice_domain.get(key, 0) + fits
+        rooms.setdefault(leaf[:depth], [0, 0])[1] += leaf_nodes[leaf]
+    for key, held in per_slice_domain.items():
+        rooms[key[:depth]][0] += held // size * size
     found = [DomainRoom(values, pods, count) for values, (pods, count) in rooms.items()]
     return sorted(found, key=lambda r: (-r.pods, r.values))

@@ -147,3 +147,34 @@ def test_an_ungated_pod_that_does_not_schedule_is_the_schedulers() -> None:
     d = dx.diagnose(_fits_input(pods))
     assert (d.stage, d.layer) == (dx.Stage.ADMITTED_PODS_PENDING, dx.Layer.SCHEDULER)
     assert all(r.code != Code.TOPOLOGY_GATED for r in d.reasons)
+
+
+def test_slices_are_counted_whole_as_kueue_counts_them() -> None:
+    # Job `sliced` (captured alone with the non-TAS Pod): 6 Pods in one block, slices of 3
+    # Pods each in one rack. r1 has room for 4 Pods (1 slice), r2 for 2 (none), r3 for 4 (1):
+    # Kueue says "allows to fit only 1 out of 2 slice(s)".
+    sliced = _load("workload-sliced.json")
+    non_tas = [p for p in _load("pods.json")["items"] if p["metadata"]["name"] == "non-tas"]
+    message = sliced["status"]["conditions"][0]["message"]
+    assert "allows to fit only 1 out of 2 slice(s)" in message
+    d = dx.diagnose(
+        dx.DiagnosisInput(
+            workload=sliced,
+            local_queue=_load("localqueue.json"),
+            cluster_queue=_load("clusterqueue.json"),
+            resource_flavors=[_load("resourceflavor.json")],
+            topologies=[_load("topology.json")],
+            nodes=_load("nodes.json")["items"],
+            cluster_pods=non_tas,
+            cluster_workloads=[sliced],
+        )
+    )
+    [fit] = d.topology
+    assert (fit.level, fit.slice_level, fit.slice_size) == (
+        "kueue-graphql.example/tas-block", RACK, 3,
+    )  # fmt: skip
+    assert fit.pods_wanted == 6
+    assert fit.kueue_fitting == 3  # one whole slice
+    assert fit.domains is not None
+    assert [(r.name, r.pods) for r in fit.domains] == [("b1", 3), ("b2", 3)]
+    assert "in slices of 3, each in one kueue-graphql.example/tas-rack" in d.summary
