@@ -6,7 +6,8 @@ The setting (tests/service/topology_setting.py, made and removed here): six 4-cp
 r1, r2 (block b1) and r3 (block b2), a plain Pod of 3 cpu on one r2 Node, then Jobs of 2-cpu Pods:
 `fits` (3 Pods, required rack: admitted in one rack), `spread` (5 Pods, preferred rack: no rack
 has room, Kueue falls back and places it across racks), `too-big` (5 Pods, required rack: the
-ClusterQueue has the quota, no rack has the room). The room per rack `diagnose` reports is
+ClusterQueue has the quota, no rack has the room), `sliced` (4 Pods in one block, in slices of 2
+each in one rack: one slice fits). The room per rack `diagnose` reports is
 checked against a count made here from kubectl's Nodes and Pods (allocatable minus the requests
 of the Pods bound to each Node) and against the figure in Kueue's own message.
 """
@@ -29,6 +30,7 @@ from tests.waiting import SETTLE_SECONDS, wait_until
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
 POD_CPU = 2
+SLICE = 2
 
 WORKLOAD = """
 query W($ns: String!, $job: String!) {
@@ -48,6 +50,7 @@ query D($ns: String!, $job: String!) {
     stage layer summary nextSteps
     topology {
       podSet topology mode level podsWanted kueueFitting flavor hiddenBecause
+      sliceLevel sliceSize
       perPod { resource value { amount } }
       domains { values name pods nodes }
     }
@@ -92,6 +95,15 @@ def _tas_message(cluster: Cluster, job: str) -> str:
     return message if reserved.get("status") == "False" and 'topology "' in message else ""
 
 
+def _wait_for_tas_verdict(cluster: Cluster, job: str) -> None:
+    wait_until(
+        f"Kueue's TAS verdict on Job {job}",
+        lambda: bool(_tas_message(cluster, job)),
+        SETTLE_SECONDS,
+        interval=1,
+    )
+
+
 @pytest.fixture(scope="module")
 def tas(cluster: Cluster) -> Iterator[Cluster]:
     setting.clean_up(cluster)  # what an interrupted earlier run left
@@ -103,20 +115,20 @@ def tas(cluster: Cluster) -> Iterator[Cluster]:
         setting.apply(cluster, [setting.job("spread", 5, setting.PREFERRED, setting.RACK)])
         _admitted_and_bound(cluster, "spread", 5)
         setting.apply(cluster, [setting.job("too-big", 5, setting.REQUIRED, setting.RACK)])
-        wait_until(
-            "Kueue's TAS verdict on Job too-big",
-            lambda: bool(_tas_message(cluster, "too-big")),
-            SETTLE_SECONDS,
-            interval=1,
-        )
+        setting.apply(cluster, [setting.sliced_job("sliced", 4, SLICE)])
+        for job in ("too-big", "sliced"):
+            _wait_for_tas_verdict(cluster, job)
         yield cluster
     finally:
         setting.clean_up(cluster)
 
 
-def _rooms_by_kubectl(cluster: Cluster) -> dict[str, int]:
-    """2-cpu Pods each rack has room for, from kubectl's Nodes and Pods: per Node, allocatable
-    cpu minus the cpu requests of the Pods bound to it (every TAS Pod is bound by now)."""
+def _rooms_by_kubectl(
+    cluster: Cluster, level: str = setting.RACK, slice_size: int = 1
+) -> dict[str, int]:
+    """2-cpu Pods each rack (or block, in whole slices of racks) has room for, from kubectl's
+    Nodes and Pods: per Node, allocatable cpu minus the cpu requests of the Pods bound to it
+    (every TAS Pod is bound by now)."""
     nodes = cluster.get_json("nodes", "-l", "kueue-graphql.example/test=topology")["items"]
     used: dict[str, int] = {}
     for pod in cluster.get_json("pods", "-A")["items"]:
@@ -133,7 +145,14 @@ def _rooms_by_kubectl(cluster: Cluster) -> dict[str, int]:
         free -= used.get(node["metadata"]["name"], 0)
         rack = node["metadata"]["labels"][setting.RACK]
         rooms[rack] = rooms.get(rack, 0) + max(free, 0) // (POD_CPU * 1000)
-    return rooms
+    if level == setting.RACK:
+        return rooms
+    # Slices of `slice_size` Pods, each in one rack, counted per block.
+    blocks: dict[str, int] = {}
+    for rack, room in rooms.items():
+        block = setting.RACKS[rack]
+        blocks[block] = blocks.get(block, 0) + room // slice_size * slice_size
+    return blocks
 
 
 def _rack_of(cluster: Cluster) -> dict[str, str]:
@@ -219,3 +238,16 @@ async def test_required_rack_too_small_for_a_tenant(server: Server, tas: Cluster
     shown = json.dumps(d)
     assert "tas-r" not in shown.replace("tas-rack", ""), shown
     assert not re.search(r"\br[123]\b", shown), shown
+
+
+async def test_slices_counted_whole(server: Server, tas: Cluster) -> None:
+    d = (await _ask(server, tas, DIAGNOSE, "sliced", "viewer"))["diagnose"]
+    [fit] = d["topology"]
+    assert (fit["level"], fit["sliceLevel"], fit["sliceSize"], fit["podsWanted"]) == (
+        setting.BLOCK, setting.RACK, SLICE, 4,
+    )  # fmt: skip
+    rooms = {r["name"]: r["pods"] for r in fit["domains"]}
+    assert rooms == _rooms_by_kubectl(tas, setting.BLOCK, SLICE)
+    said = re.search(r"allows to fit only (\d+) out of 2 slice", _tas_message(tas, "sliced"))
+    assert said is not None, _tas_message(tas, "sliced")
+    assert fit["kueueFitting"] == int(said.group(1)) * SLICE == max(rooms.values())

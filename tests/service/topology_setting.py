@@ -105,6 +105,18 @@ def job(name: str, pods: int, annotation: str, level: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def sliced_job(name: str, pods: int, slice_size: int) -> dict[str, Any]:
+    """Pods in one block, in slices of `slice_size` Pods each in one rack."""
+    made = job(name, pods, REQUIRED, BLOCK)
+    made["spec"]["template"]["metadata"]["annotations"].update(
+        {
+            "kueue.x-k8s.io/podset-slice-required-topology": RACK,
+            "kueue.x-k8s.io/podset-slice-size": str(slice_size),
+        }
+    )
+    return made
+
+
 NON_TAS_POD = {
     "apiVersion": "v1", "kind": "Pod",
     "metadata": {"name": "non-tas", "namespace": NS, "labels": LABELS},
