@@ -21,7 +21,7 @@ from kueue_graphql.kueue.exact import format_quantity
 from kueue_graphql.kueue.model import Forbidden, KubeObject, Reason, known
 from kueue_graphql.kueue.objects import items, name, spec
 from kueue_graphql.kueue.podsets import workload_requests
-from kueue_graphql.kueue.topology import domain_rooms, podset_topology_request
+from kueue_graphql.kueue.topology import TopologyRequest, domain_rooms, podset_topology_request
 from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["topology_fits", "topology_summary"]
@@ -63,6 +63,19 @@ def _hidden_because(ctx: Context) -> str | None:
     return None
 
 
+def _level_asked(request: TopologyRequest | None, levels: Sequence[str]) -> str | None:
+    """tas_flavor_snapshot.go levelKey / levelKeyWithImpliedFallback: the required or
+    preferred level; the highest level for a slice-only request; the lowest for an
+    unconstrained one and for a pod set without a request (TAS implied by the flavor)."""
+    if request is not None and request.level:
+        return request.level
+    if not levels:
+        return None
+    if request is not None and request.mode is None and request.slice_level:
+        return levels[0]
+    return levels[-1]
+
+
 def _fit(ctx: Context, reason: Reason, podset: Mapping[str, object]) -> TopologyFit:
     assert reason.object is not None
     assert ctx.workload is not None
@@ -90,7 +103,7 @@ def _fit(ctx: Context, reason: Reason, podset: Mapping[str, object]) -> Topology
         if name(t) == topology
         for lv in items(t, "spec", "levels")
     ]
-    level = request.level if request is not None else None
+    level = _level_asked(request, levels)
     domains = None
     if hidden is None and flavor is None:
         hidden = f"no ResourceFlavor names Topology {topology}"

@@ -178,3 +178,17 @@ def test_slices_are_counted_whole_as_kueue_counts_them() -> None:
     assert fit.domains is not None
     assert [(r.name, r.pods) for r in fit.domains] == [("b1", 3), ("b2", 3)]
     assert "in slices of 3, each in one kueue-graphql.example/tas-rack" in d.summary
+
+
+def test_without_a_request_the_level_is_kueues_implied_lowest() -> None:
+    # tas_flavor_snapshot.go levelKeyWithImpliedFallback: a pod set in a TAS flavor that asks
+    # nothing is placed per Node (the lowest level).
+    inp = _input(may_list_cluster=True)
+    assert isinstance(inp.workload, dict)
+    podset = inp.workload["spec"]["podSets"][0]
+    podset.pop("topologyRequest")
+    podset["template"]["metadata"].pop("annotations", None)
+    [fit] = dx.diagnose(inp).topology
+    assert (fit.mode, fit.level) == (None, "kubernetes.io/hostname")
+    assert fit.domains is not None
+    assert len(fit.domains) == 6
