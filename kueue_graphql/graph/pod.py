@@ -112,6 +112,18 @@ class Pod(KubeObject):
     async def tolerations(self, info: Info) -> list[Toleration] | None:
         return tolerations(spec(await self.obj(info)).get("tolerations"))
 
+    @field(
+        description="`spec.schedulingGates` by name. kube-scheduler leaves a gated Pod alone; "
+        "`kueue.x-k8s.io/topology` is lifted by Kueue once topology-aware scheduling placed "
+        "the Pod (with its domain's node selector)."
+    )
+    async def scheduling_gates(self, info: Info) -> list[str] | None:
+        return [
+            str(g.get("name", ""))
+            for g in spec(await self.obj(info)).get("schedulingGates") or []
+            if isinstance(g, dict)
+        ]
+
     @field(description="Effective per-pod requests (as the scheduler counts them).")
     async def requests(self, info: Info) -> list[ResourceQuantity] | None:
         return quantities(pod_requests(spec(await self.obj(info))))

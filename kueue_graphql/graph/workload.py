@@ -20,6 +20,12 @@ from kueue_graphql.graph.common import (
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, quantities, resource_list
+from kueue_graphql.graph.topology_assignment import (
+    TopologyAssignment,
+    TopologyRequest,
+    topology_assignment_of,
+    topology_request_of,
+)
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import JOB_SET, OWNER_KINDS, WORKLOAD
 from kueue_graphql.kueue.conditions import workload_status
@@ -59,6 +65,9 @@ class PodSet:
     requests: list[ResourceQuantity] = strawberry.field(description="Per pod.")
     total_requests: list[ResourceQuantity] = strawberry.field(description="Per pod x count.")
     template: JSON
+    topology_request: TopologyRequest | None = strawberry.field(
+        description="What this pod set asks of topology-aware scheduling; null: nothing."
+    )
 
 
 @strawberry.type
@@ -73,6 +82,9 @@ class PodSetAssignment:
     flavors: list[FlavorAssignment]
     resource_usage: list[ResourceQuantity]
     count: int | None
+    topology_assignment: TopologyAssignment | None = strawberry.field(
+        description="Where Kueue's topology-aware scheduling placed the Pods; null without TAS."
+    )
 
 
 @strawberry.type
@@ -233,6 +245,7 @@ class Workload(KubeObject):
                 requests=quantities(computed.per_pod),
                 total_requests=quantities(computed.total),
                 template=as_json(raw.get("template") or {}),
+                topology_request=topology_request_of(raw),
             )
             for raw, computed in zip(specs, spec_podset_requests(obj), strict=True)
         ]
@@ -267,6 +280,7 @@ class Workload(KubeObject):
                     ],
                     resource_usage=resource_list(a.get("resourceUsage")),
                     count=a.get("count"),
+                    topology_assignment=topology_assignment_of(a),
                 )
                 for a in admission.get("podSetAssignments") or []
             ],

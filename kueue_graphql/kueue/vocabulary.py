@@ -213,6 +213,7 @@ class Code(enum.StrEnum):
     NO_QUEUE_NAME = "NoQueueName"
     OWNER_STILL_SUSPENDED = "OwnerStillSuspended"
     NO_PODS_YET = "NoPodsYet"
+    TOPOLOGY_GATED = "TopologyGated"
     # access
     WORKLOAD_NOT_READABLE = "WorkloadNotReadable"
     PODS_NOT_READABLE = "PodsNotReadable"
@@ -319,6 +320,7 @@ _GROUPS: dict[Code, CodeGroup] = {
         Code.NO_QUEUE_NAME,
         Code.OWNER_STILL_SUSPENDED,
         Code.NO_PODS_YET,
+        Code.TOPOLOGY_GATED,
     ),
     **_group(CodeGroup.ACCESS, Code.WORKLOAD_NOT_READABLE, Code.PODS_NOT_READABLE, Code.NOT_FOUND),
     **_group(

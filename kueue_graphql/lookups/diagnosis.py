@@ -8,6 +8,7 @@ read into the verdict. Nothing here decides anything; it only loads.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -24,7 +25,9 @@ from kueue_graphql.kube.resources import (
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
+    POD,
     RESOURCE_FLAVOR,
+    TOPOLOGY,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
     Resource,
@@ -43,6 +46,7 @@ from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.lookups.recording import ObjectFingerprint, ignoring_status
 
 T = TypeVar("T")
+_TAS_NOT_FIT = re.compile(r'topology "[^"]+" (?:doesn\'t allow|allows only|allows to fit only)')
 
 
 ObservedObject = JsonObject | dx.Forbidden | dx.Absent
@@ -216,19 +220,33 @@ async def load_input(
     cluster_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no ClusterQueue name"))
     if cq_name:
         cluster_queue = _start(lambda: observe(reader.get(CLUSTER_QUEUE, None, str(cq_name))))
+    # Kueue's TAS step could not place a pod set: what its snapshot counts room from.
+    tas = _TAS_NOT_FIT.search(_quota_message(workload_obj)) is not None
     nodes: asyncio.Future[ObservedList] = _ready(dx.Absent("no unplaced Pod"))
     pod_events: asyncio.Future[ObservedList] = _ready([])
-    if unplaced:
+    if unplaced or tas:
         nodes = _start(lambda: observe(reader.list_objects(NODE)))
+    if unplaced:
         pod_events = _start(lambda: _events(reader, unplaced))
-    # Flavors make a taint remedy exact; AdmissionChecks say who decides a pending check.
+    topologies: asyncio.Future[ObservedList] = _ready(dx.Absent("no TAS placement failed"))
+    cluster_pods: asyncio.Future[ObservedList] = _ready(dx.Absent("no TAS placement failed"))
+    cluster_workloads: asyncio.Future[ObservedList] = _ready(dx.Absent("no TAS placement failed"))
+    if tas:
+        topologies = _start(lambda: observe(reader.list_objects(TOPOLOGY)))
+        cluster_pods = _start(lambda: observe(reader.list_objects(POD, None)))
+        cluster_workloads = _start(lambda: observe(reader.list_objects(WORKLOAD, None)))
+    # Flavors make a taint remedy exact and say which Nodes a Topology covers; AdmissionChecks
+    # say who decides a pending check.
     flavors: asyncio.Future[ObservedList] = _ready(dx.Absent("no flavor in question"))
-    if "in flavor " in _quota_message(workload_obj):
+    if "in flavor " in _quota_message(workload_obj) or tas:
         flavors = _start(lambda: observe(reader.list_objects(RESOURCE_FLAVOR)))
     checks: asyncio.Future[ObservedList] = _ready(dx.Absent("no admission checks"))
     if status(workload_obj).get("admissionChecks"):
         checks = _start(lambda: observe(reader.list_objects(ADMISSION_CHECK)))
-    await _all(cluster_queue, nodes, pod_events, flavors, checks)
+    await _all(
+        cluster_queue, nodes, pod_events, flavors, checks, topologies, cluster_pods,
+        cluster_workloads,
+    )  # fmt: skip
 
     cluster_queues: ObservedList = dx.Absent("not in a cohort")
     cohorts: ObservedList = dx.Absent("not in a cohort")
@@ -263,6 +281,9 @@ async def load_input(
         nodes=nodes.result(),
         queue_position=position_read.result(),
         preemptor=preemptor,
+        topologies=topologies.result(),
+        cluster_pods=cluster_pods.result(),
+        cluster_workloads=cluster_workloads.result(),
     )
 
 

@@ -12,17 +12,23 @@ from kueue_graphql.diagnosis.evidence import (
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
 from kueue_graphql.diagnosis.report import build, owner_from_workload
-from kueue_graphql.kueue.model import ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.model import KubeObject, ObjectRef, Reason, ReasonSource
 from kueue_graphql.kueue.objects import (
     condition_true,
     dig,
+    items,
     ref,
     text,
 )
 from kueue_graphql.kueue.owners import owner_facts
+from kueue_graphql.kueue.topology import SCHEDULING_GATE
 from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["admitted"]
+
+
+def _topology_gated(pod: KubeObject) -> bool:
+    return any(g.get("name") == SCHEDULING_GATE for g in items(pod, "spec", "schedulingGates"))
 
 
 def admitted(ctx: Context) -> Diagnosis:
@@ -77,6 +83,28 @@ def admitted(ctx: Context) -> Diagnosis:
             quota,
         )
     pending = [p for p in ctx.pods if text(p, "status", "phase") in (None, "Pending")]
+    gated = [p for p in pending if _topology_gated(p)]
+    if gated:
+        # Kueue's TAS ungater (pkg/controller/tas/topology_ungater.go) lifts the gate once it
+        # has set the Pod's node selector to its domain: until then kube-scheduler waits.
+        pod = ref(gated[0], "Pod")
+        reason = Reason(
+            Code.TOPOLOGY_GATED,
+            f"admitted by Kueue; {len(gated)} Pod(s) such as {pod.name} still carry Kueue's "
+            f"scheduling gate {SCHEDULING_GATE}: Kueue lifts it, with the node selector of the "
+            "topology domain it assigned, before kube-scheduler may place the Pod",
+            ReasonSource.OBJECT,
+            object=pod,
+        )
+        return build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.KUEUE,
+            reason.message,
+            pod,
+            [reason, *base],
+            quota,
+        )
     problems = [pod_problem(p, ctx.events, ctx.nodes) for p in pending]
     unscheduled = [pr for p, pr in zip(pending, problems, strict=True) if is_unscheduled(p)]
     if unscheduled:
