@@ -444,4 +444,7 @@ def test_fuzz_figures(capsys: pytest.CaptureFixture[str]) -> None:
         print("\n" + "\n".join(lines))
     total = sum(b.sent for b in (SCHEMA_BUDGET, INVALID_BUDGET, BODY_BUDGET, VARIABLES_BUDGET))
     if total:  # run alone (-k), this test has nothing to report
-        assert SCHEMA_BUDGET.sent >= 500, lines[0]
+        # How many examples fit in the time budget depends on the machine's load (425 requests
+        # in 45 s at a load average of 7, over 1,000 on a quiet machine): the floor only says
+        # the fuzz ran (20 examples, as every user), not how fast.
+        assert SCHEMA_BUDGET.sent >= 20 * 5, lines[0]
