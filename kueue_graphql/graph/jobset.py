@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
-from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import Condition, Info, conditions, field, reads
 from kueue_graphql.kube.client import JsonObject
@@ -151,15 +150,9 @@ class JobSet(KubeObject):
     async def workload(
         self, info: Info
     ) -> Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")] | None:
-        from kueue_graphql.graph.workload import Workload
+        from kueue_graphql.graph.workload import workload_of_owner
 
-        try:
-            found = await reads(info).workload_for_owner(
-                self.ref_namespace or "", "JobSet", self.ref_name
-            )
-        except NotFoundError:
-            return None
-        return Workload.from_json(found)
+        return await workload_of_owner(info, self.ref_namespace or "", "JobSet", self.ref_name)
 
 
 @strawberry.type

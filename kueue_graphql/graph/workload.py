@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
+from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     JSON,
@@ -430,6 +431,15 @@ class Workload(KubeObject):
         ):
             return Job.ref(str(owner["name"]), self.ref_namespace)
         return None
+
+
+async def workload_of_owner(info: Info, namespace: str, kind: str, name: str) -> Workload | None:
+    """The Workload Kueue made for an owner (`Job.workload`, `JobSet.workload`); None when none."""
+    try:
+        found = await reads(info).workload_for_owner(namespace, kind, name)
+    except NotFoundError:
+        return None
+    return Workload.from_json(found)
 
 
 def _next_reads(info: Info) -> OwnerReads:
