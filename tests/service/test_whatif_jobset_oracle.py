@@ -18,6 +18,7 @@ from kueue_graphql.cli.render import WHAT_IF_QUERY
 from tests.cluster.driver import Cluster, selected_integrations
 from tests.cluster.integrations import SWITCH, started
 from tests.service.conftest import Server
+from tests.teardown import remove, remove_pods
 from tests.waiting import wait_until
 
 if "jobset" not in {c.name for c in started(selected_integrations())}:
@@ -104,7 +105,11 @@ CASES = {
 @pytest.fixture
 def cleanup(cluster: Cluster) -> Iterator[None]:
     yield
-    cluster.kubectl("delete", "jobset", "-n", NS, "-l", f"{LABEL_KEY}={LABEL_VALUE}", "--wait")
+    selector = f"{LABEL_KEY}={LABEL_VALUE}"
+    remove(cluster, "jobsets", "-n", NS, "-l", selector)
+    # Their Pods (bound ones hold node-standard-1's CPU, for want of a kubelet), by force.
+    remove_pods(cluster, NS, "-l", "jobset.sigs.k8s.io/jobset-name in (oracle-js-fits, "
+                "oracle-js-too-big, oracle-js-no-flavor-matches)")  # fmt: skip
     wait_until(
         "the oracle's Workloads to be gone",
         lambda: not [
