@@ -67,10 +67,9 @@ class Job(KubeObject):
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
-        items = await reads(info).job_pods(await self.obj(info))
-        return sorted((Pod.from_json(p) for p in items), key=lambda p: p.ref_name)
+        return sorted_pods(await reads(info).job_pods(await self.obj(info)))
 
     @field(description="The Workload Kueue created for this Job.")
     async def workload(

@@ -68,11 +68,12 @@ class ReplicatedJob:
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
         children = await self.job_set.children(info, POD)
-        mine = [p for p in children if labels(p).get(REPLICATED_JOB_NAME_LABEL) == self.name]
-        return sorted((Pod.from_json(p) for p in mine), key=lambda p: p.ref_name)
+        return sorted_pods(
+            [p for p in children if labels(p).get(REPLICATED_JOB_NAME_LABEL) == self.name]
+        )
 
 
 @strawberry.type(description="jobset.x-k8s.io/v1alpha2 JobSet.")
@@ -141,10 +142,9 @@ class JobSet(KubeObject):
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
-        found = await self.children(info, POD)
-        return sorted((Pod.from_json(p) for p in found), key=lambda p: p.ref_name)
+        return sorted_pods(await self.children(info, POD))
 
     @field(description="The Workload Kueue created for this JobSet.")
     async def workload(

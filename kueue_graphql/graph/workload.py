@@ -188,11 +188,12 @@ class WorkloadOwner:
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
         owner = await self.obj(info)
-        found = await owner_pods(reads(info), self.namespace or "", owner, self.workload)
-        return sorted((Pod.from_json(p) for p in found), key=lambda p: p.ref_name)
+        return sorted_pods(
+            await owner_pods(reads(info), self.namespace or "", owner, self.workload)
+        )
 
 
 @strawberry.type(description="kueue.x-k8s.io/v1beta2 Workload.")
