@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
-from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import Condition, Info, conditions, field, reads
 from kueue_graphql.kube.client import JsonObject
@@ -69,11 +68,12 @@ class ReplicatedJob:
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
         children = await self.job_set.children(info, POD)
-        mine = [p for p in children if labels(p).get(REPLICATED_JOB_NAME_LABEL) == self.name]
-        return sorted((Pod.from_json(p) for p in mine), key=lambda p: p.ref_name)
+        return sorted_pods(
+            [p for p in children if labels(p).get(REPLICATED_JOB_NAME_LABEL) == self.name]
+        )
 
 
 @strawberry.type(description="jobset.x-k8s.io/v1alpha2 JobSet.")
@@ -142,24 +142,17 @@ class JobSet(KubeObject):
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
-        found = await self.children(info, POD)
-        return sorted((Pod.from_json(p) for p in found), key=lambda p: p.ref_name)
+        return sorted_pods(await self.children(info, POD))
 
     @field(description="The Workload Kueue created for this JobSet.")
     async def workload(
         self, info: Info
     ) -> Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")] | None:
-        from kueue_graphql.graph.workload import Workload
+        from kueue_graphql.graph.workload import workload_of_owner
 
-        try:
-            found = await reads(info).workload_for_owner(
-                self.ref_namespace or "", "JobSet", self.ref_name
-            )
-        except NotFoundError:
-            return None
-        return Workload.from_json(found)
+        return await workload_of_owner(info, self.ref_namespace or "", "JobSet", self.ref_name)
 
 
 @strawberry.type

@@ -19,6 +19,7 @@ from kueue_graphql.graph.common import (
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, quantities
+from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import POD
 from kueue_graphql.kueue.objects import spec, status
 from kueue_graphql.kueue.requests import pod_requests
@@ -163,3 +164,8 @@ class PodQuery:
             POD, namespace, label_selector=label_selector, page=page_request(info, first, after)
         )
         return connection(found, Pod.from_json, after=after)
+
+
+def sorted_pods(objects: list[JsonObject]) -> list[Pod]:
+    """Pods in the graph, by name (a Job's, a JobSet's, an owner's)."""
+    return sorted((Pod.from_json(p) for p in objects), key=lambda p: p.ref_name)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
+from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     JSON,
@@ -199,11 +200,12 @@ class WorkloadOwner:
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
         owner = await self.obj(info)
-        found = await owner_pods(reads(info), self.namespace or "", owner, self.workload)
-        return sorted((Pod.from_json(p) for p in found), key=lambda p: p.ref_name)
+        return sorted_pods(
+            await owner_pods(reads(info), self.namespace or "", owner, self.workload)
+        )
 
 
 @strawberry.type(description="kueue.x-k8s.io/v1beta2 Workload.")
@@ -444,6 +446,15 @@ class Workload(KubeObject):
         ):
             return Job.ref(str(owner["name"]), self.ref_namespace)
         return None
+
+
+async def workload_of_owner(info: Info, namespace: str, kind: str, name: str) -> Workload | None:
+    """The Workload Kueue made for an owner (`Job.workload`, `JobSet.workload`); None when none."""
+    try:
+        found = await reads(info).workload_for_owner(namespace, kind, name)
+    except NotFoundError:
+        return None
+    return Workload.from_json(found)
 
 
 def _next_reads(info: Info) -> OwnerReads:

@@ -164,6 +164,18 @@ class Cluster:
             )
         return result
 
+    def apply_objects(self, objects: list[dict[str, Any]]) -> None:
+        """`kubectl apply` as admin of these objects (a List on stdin)."""
+        manifest = {"apiVersion": "v1", "kind": "List", "items": objects}
+        proc = subprocess.run(
+            [str(self.kubectl_bin), "--kubeconfig", str(self.admin_kubeconfig), "apply", "-f", "-"],
+            input=json.dumps(manifest),
+            text=True,
+            capture_output=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
     def get_json(self, *args: str, user: str = "admin") -> Any:
         return json.loads(self.kubectl("get", *args, "-o", "json", user=user).stdout)
 

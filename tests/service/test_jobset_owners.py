@@ -67,6 +67,14 @@ def kubectl_names(cluster: Cluster, user: str, *args: str) -> set[str]:
     }
 
 
+async def workload_for(server: Server, cluster: Cluster, user: str, name: str) -> Any:
+    body = await server.query(
+        WORKLOAD_FOR, {"ns": "team-a", "kind": "JobSet", "name": name}, token=cluster.token(user)
+    )
+    assert "errors" not in body, body.get("errors")
+    return body["data"]["workloadFor"]
+
+
 async def diagnose(server: Server, cluster: Cluster, user: str, kind: str, name: str) -> Any:
     body = await server.query(
         DIAGNOSE, {"ns": "team-a", "kind": kind, "name": name}, token=cluster.token(user)
@@ -120,13 +128,7 @@ async def test_running(server: Server, cluster: Cluster, user: str) -> None:
 async def test_workload_for_a_jobset_shows_its_replicated_jobs(
     server: Server, cluster: Cluster, user: str
 ) -> None:
-    body = await server.query(
-        WORKLOAD_FOR,
-        {"ns": "team-a", "kind": "JobSet", "name": "js-too-big-3cpu"},
-        token=cluster.token(user),
-    )
-    assert "errors" not in body, body.get("errors")
-    w = body["data"]["workloadFor"]
+    w = await workload_for(server, cluster, user, "js-too-big-3cpu")
     # Kueue's pod sets: one per replicated job, replicas x min(parallelism, completions).
     assert w["podSets"] == [{"name": "driver", "count": 1}, {"name": "workers", "count": 2}]
     assert w["job"] is None
@@ -153,13 +155,7 @@ async def test_workload_for_a_jobset_shows_its_replicated_jobs(
 async def test_running_jobset_pods_match_kubectl(
     server: Server, cluster: Cluster, user: str
 ) -> None:
-    body = await server.query(
-        WORKLOAD_FOR,
-        {"ns": "team-a", "kind": "JobSet", "name": "js-running"},
-        token=cluster.token(user),
-    )
-    assert "errors" not in body, body.get("errors")
-    w = body["data"]["workloadFor"]
+    w = await workload_for(server, cluster, user, "js-running")
     pods = kubectl_names(cluster, user, "pods", "-l", f"{JOB_SET_NAME_LABEL}=js-running")
     assert {p["name"] for p in w["owner"]["pods"]} == pods
     assert {p["name"] for p in w["jobSet"]["pods"]} == pods

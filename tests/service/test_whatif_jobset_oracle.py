@@ -9,8 +9,6 @@ or Kueue's exact QuotaReserved=False message agree. Needs the JobSet controller
 from __future__ import annotations
 
 import copy
-import json
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +18,7 @@ from kueue_graphql.cli.render import WHAT_IF_QUERY
 from tests.cluster.driver import Cluster, selected_integrations
 from tests.cluster.integrations import SWITCH, started
 from tests.service.conftest import Server
+from tests.teardown import remove, remove_pods
 from tests.waiting import wait_until
 
 if "jobset" not in {c.name for c in started(selected_integrations())}:
@@ -103,28 +102,14 @@ CASES = {
 # returns there (flavorassigner.go). whatIf named both until it stopped there too.
 
 
-def _apply(cluster: Cluster, obj: dict[str, Any]) -> None:
-    proc = subprocess.run(
-        [
-            str(cluster.kubectl_bin),
-            "--kubeconfig",
-            str(cluster.admin_kubeconfig),
-            "apply",
-            "-f",
-            "-",
-        ],
-        input=json.dumps(obj),
-        text=True,
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-
-
 @pytest.fixture
 def cleanup(cluster: Cluster) -> Iterator[None]:
     yield
-    cluster.kubectl("delete", "jobset", "-n", NS, "-l", f"{LABEL_KEY}={LABEL_VALUE}", "--wait")
+    selector = f"{LABEL_KEY}={LABEL_VALUE}"
+    remove(cluster, "jobsets", "-n", NS, "-l", selector)
+    # Their Pods (bound ones hold node-standard-1's CPU, for want of a kubelet), by force.
+    remove_pods(cluster, NS, "-l", "jobset.sigs.k8s.io/jobset-name in (oracle-js-fits, "
+                "oracle-js-too-big, oracle-js-no-flavor-matches)")  # fmt: skip
     wait_until(
         "the oracle's Workloads to be gone",
         lambda: not [
@@ -156,7 +141,7 @@ async def test_what_if_from_a_jobset_agrees_with_kueue(
 ) -> None:
     queue, replicated = CASES[case]
     template = f"oracle-js-{case}-asked"
-    _apply(cluster, _job_set(template, None, copy.deepcopy(replicated)))
+    cluster.apply_objects([_job_set(template, None, copy.deepcopy(replicated))])
     body = await server.query(
         WHAT_IF_QUERY,
         {
@@ -170,7 +155,7 @@ async def test_what_if_from_a_jobset_agrees_with_kueue(
     answer = body["data"]["whatIf"]
 
     submitted = f"oracle-js-{case}"
-    _apply(cluster, _job_set(submitted, queue, copy.deepcopy(replicated)))
+    cluster.apply_objects([_job_set(submitted, queue, copy.deepcopy(replicated))])
     workload = wait_until(f"Kueue's decision on {submitted}", lambda: _decided(cluster, submitted))
     assert [(p["name"], p["count"]) for p in answer["podSets"]] == [
         (p["name"], p["count"]) for p in workload["spec"]["podSets"]
