@@ -170,6 +170,7 @@ class Received:
         self.arrivals: list[tuple[float, str]] = []  # (time, Workload)
         self.expected = 0
         self.all_first = asyncio.Event()
+        self.errors = 0  # messages with errors (e.g. UNAVAILABLE: the stream ends)
 
 
 async def read_all(sub: Subscriber, names: dict[str, str], got: Received) -> None:
@@ -184,6 +185,8 @@ async def read_all(sub: Subscriber, names: dict[str, str], got: Received) -> Non
             continue
         got.messages += 1
         got.bytes += len(raw)
+        if message.get("payload", {}).get("errors"):
+            got.errors += 1
         got.arrivals.append((now, names[message["id"]]))
         if got.messages >= got.expected:
             got.all_first.set()
@@ -267,8 +270,9 @@ async def run(args: argparse.Namespace) -> None:
             readers: list[asyncio.Task[None]] = []
             async with contextlib.AsyncExitStack() as stack:
                 per_workload: dict[tuple[str, str], int] = {}
-                subs: list[tuple[Subscriber, dict[str, str]]] = []
                 open_in: dict[str, tuple[Subscriber, dict[str, str]]] = {}
+                opened = time.monotonic()
+                wave = args.wave or args.subscriptions
                 for i in range(args.subscriptions):
                     ns, name = subscribed[i % len(subscribed)]
                     per_workload[(ns, name)] = per_workload.get((ns, name), 0) + 1
@@ -277,22 +281,25 @@ async def run(args: argparse.Namespace) -> None:
                         user = NAMESPACES[ns]
                         sub = await stack.enter_async_context(subscriber(url, token(user)))
                         current = open_in[ns] = (sub, {})
-                        subs.append(current)
+                        readers.append(asyncio.create_task(read_all(sub, current[1], got)))
                     sub, names = current
                     op = str(len(names) + 1)
                     names[op] = name
                     await sub.subscribe(op, QUERY, {"ns": ns, "name": name})
-                opened = time.monotonic()
-                for sub, names in subs:
-                    readers.append(asyncio.create_task(read_all(sub, names, got)))
-                got.expected = args.subscriptions
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(got.all_first.wait(), 120 + 0.3 * args.subscriptions)
+                    if (i + 1) % wave == 0 or i + 1 == args.subscriptions:
+                        # This wave's first messages (bounded) before the next wave opens.
+                        got.expected = i + 1
+                        got.all_first.clear()
+                        if got.messages < got.expected:
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(got.all_first.wait(), 60 + 0.3 * wave)
                 print(
                     f"{args.subscriptions} subscriptions ({args.read_mode}) on "
                     f"{len(subscribed)} Workloads, {args.queues - 1} ClusterQueues; first "
-                    f"messages {got.messages} in {time.monotonic() - opened:.1f} s; "
-                    f"RSS {rss_kib(pid)[0] / 1024:.0f} MiB"
+                    f"messages {got.messages} ({got.errors} with errors) in "
+                    f"{time.monotonic() - opened:.1f} s"
+                    + (f" ({wave} at a time)" if args.wave else "")
+                    + f"; RSS {rss_kib(pid)[0] / 1024:.0f} MiB"
                 )
                 await asyncio.sleep(args.recheck_settle)
 
@@ -350,6 +357,13 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=10.0, help="unrelated changes a second")
     parser.add_argument("--related-rate", type=float, default=1.0)
     parser.add_argument("--seconds", type=float, default=20.0, help="each phase")
+    parser.add_argument(
+        "--wave",
+        type=int,
+        default=0,
+        help="open this many subscriptions at a time, each wave after the last one's first "
+        "messages (0: all at once, a burst of N first answers)",
+    )
     parser.add_argument(
         "--recheck-settle", type=float, default=5.0, help="quiet before measuring (first events)"
     )

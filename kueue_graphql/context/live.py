@@ -64,7 +64,7 @@ class RecomputeTurns:
             except asyncio.CancelledError:
                 if granted.done() and not granted.cancelled():
                     self._release()  # handed a turn it will not take: pass it on
-                else:
+                elif granted in self._waiting:  # not yet passed over by a release
                     self._waiting.remove(granted)
                 raise
         try:
@@ -75,8 +75,11 @@ class RecomputeTurns:
     def _release(self) -> None:
         self.running -= 1
         while self._waiting and self.running < self.limit:
+            waiter = self._waiting.popleft()
+            if waiter.done():  # cancelled with its task, which is leaving
+                continue
             self.running += 1
-            self._waiting.popleft().set_result(None)
+            waiter.set_result(None)
 
 
 class LiveRegistry:
