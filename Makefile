@@ -8,6 +8,11 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 RUN := $(UV) run --frozen
 # Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
 export UV_PYTHON_DOWNLOADS := never
+# The test control plane runs the JobSet controller (and Kueue's Pod-based integrations) unless
+# told otherwise: the owner scenarios beyond batch Jobs are then part of `make test`. Measured: no
+# slower start (44-55 s vs 46 s to ready, under load), +130 MiB RSS, a cold JobSet build of ~14 min
+# (cached after). KGQL_INTEGRATIONS=none make test for the batch/Job-only control plane.
+export KGQL_INTEGRATIONS ?= jobset
 
 .PHONY: help install lint types contracts unit test cluster-build cluster-up cluster-down cluster-status demo graphiql-assets map-assets map-screenshots schema bench bench-reads bench-cpu bench-scale bench-bomb bench-units bench-subs bench-cli bench-live image wheel clean
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from kueue_graphql.cli.render import WHAT_IF_QUERY, WHY_QUERY, render_diagnosis, render_what_if
 from kueue_graphql.kube.kubeconfig_error import KubeConfigError
-from kueue_graphql.kube.resources import canonical_kind
+from kueue_graphql.kube.resources import TARGET_KINDS, canonical_kind
 from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 
 __all__ = ["VERDICT_EXIT", "fits", "parse_target", "what_if_pod_set", "why"]
@@ -92,8 +92,8 @@ def parse_target(
         raise ValueError(f"cannot read {target!r}: give [KIND/]NAME with -n NS, or NS/NAME")
     first, name = parts
     first_kind = canonical_kind(first)
-    if namespace is not None or first_kind in ("Job", "Workload"):
-        # kubectl's TYPE/NAME form (job/NAME, workload/NAME, Job/NAME).
+    if namespace is not None or first_kind in {r.kind for r in TARGET_KINDS}:
+        # kubectl's TYPE/NAME form (job/NAME, jobset/NAME, sts/NAME, workload/NAME, Job/NAME).
         if kind is not None and canonical_kind(kind) != canonical_kind(first):
             raise ValueError(f"--kind {kind} contradicts {target!r}")
         return namespace or default_namespace, canonical_kind(first), name
@@ -189,14 +189,16 @@ async def why(args: argparse.Namespace) -> int:
             args.kind,
             _context_namespace(args.kubeconfig, args.context),
         )
-        if args.what_if and kind != "Job":
-            raise ValueError("--what-if takes a Job (its pod template is what would be submitted)")
+        if args.what_if and kind not in ("Job", "JobSet"):
+            raise ValueError(
+                "--what-if takes a Job or a JobSet (its pod templates are what would be submitted)"
+            )
         if args.what_if:
             query = WHAT_IF_QUERY
             variables: dict[str, Any] = {
                 "namespace": namespace,
                 "localQueue": args.local_queue,
-                "fromJob": {"namespace": namespace, "name": name},
+                "fromJob": {"namespace": namespace, "name": name, "kind": kind},
             }
         else:
             query, variables = WHY_QUERY, {"namespace": namespace, "kind": kind, "name": name}

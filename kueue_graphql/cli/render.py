@@ -43,6 +43,10 @@ query Why($namespace: String!, $kind: String!, $name: String!) {
     queuePosition { visibility positionInClusterQueue positionInLocalQueue priority detail }
     preemptor { uid workload { name namespace } job { name } }
     evictions { reason underlyingCause count }
+    topology {
+      podSet topology mode level podsWanted kueueFitting flavor hiddenBecause
+      domains { values pods nodes }
+    }
     nextSteps
     commands
   }
@@ -189,6 +193,20 @@ def render_diagnosis(d: dict[str, Any]) -> str:
             for e in d["evictions"]
         )
         out.append(f"Evictions so far: {rows}")
+    for fit in d.get("topology") or []:
+        out.append("")
+        mode = f" ({fit['mode']})" if fit.get("mode") else ""
+        out.append(
+            f"Topology {fit['topology']}, pod set {fit['podSet']}: {fit['podsWanted']} Pods in one "
+            f"{fit.get('level') or 'domain'}{mode}"
+        )
+        if fit.get("domains") is None:
+            out.append(f"  Kueue's best domain: room for {fit.get('kueueFitting')} Pods")
+            out.append(f"  (domains not shown: {fit.get('hiddenBecause')})")
+        for room in fit.get("domains") or []:
+            out.append(
+                f"  {'/'.join(room['values'])}: room for {room['pods']} on {room['nodes']} Node(s)"
+            )
     if d.get("nextSteps"):
         out.append("")
         out.append("Next steps:")

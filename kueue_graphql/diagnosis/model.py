@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from kueue_graphql.kueue.model import (
     Absent,
@@ -21,6 +22,7 @@ from kueue_graphql.kueue.model import (
     Reason,
     Visibility,
 )
+from kueue_graphql.kueue.topology import DomainRoom
 
 __all__ = [
     "Diagnosis",
@@ -31,6 +33,7 @@ __all__ = [
     "Preemptor",
     "QueuePosition",
     "Stage",
+    "TopologyFit",
     "verdict_key",
 ]
 
@@ -63,6 +66,13 @@ class DiagnosisInput:
     preemptor: Observed[KubeObject] = field(default_factory=Absent)
     """The Workload whose UID Kueue's Preempted condition names, as the caller could find it
     (Forbidden: she may not list Workloads where it might be)."""
+    topologies: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    """Read when Kueue's TAS step could not place a pod set (with `resource_flavors`, `nodes`,
+    `cluster_pods` and `cluster_workloads`): what its snapshot counts room from."""
+    cluster_pods: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    """Pods of every namespace (their usage of the Nodes), for the TAS count."""
+    cluster_workloads: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    """Workloads of every namespace (admitted TAS usage), for the TAS count."""
 
 
 class Stage(enum.Enum):
@@ -135,6 +145,31 @@ class Preemptor:
 
 
 @dataclass(frozen=True)
+class TopologyFit:
+    """Why Kueue's topology-aware scheduling (an admission step) could not place a pod set."""
+
+    pod_set: str
+    topology: str
+    mode: str | None
+    """required, preferred or unconstrained (the pod set's topology request)."""
+    level: str | None
+    """The node label of the level asked."""
+    pods_wanted: int
+    per_pod: Mapping[str, Decimal]
+    kueue_fitting: int | None
+    """The Pods Kueue's message says its best domain could take (whole slices' Pods)."""
+    flavor: str | None
+    domains: tuple[DomainRoom, ...] | None
+    """Every domain at `level`, most room first, counted as Kueue's TAS snapshot counts; None
+    when the caller may not read what that needs (`hidden_because`)."""
+    hidden_because: str | None = None
+    slice_level: str | None = None
+    slice_size: int | None = None
+    """Set when the pod set asks for slices: room is then counted in whole slices, each in
+    one domain of `slice_level`."""
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     stage: Stage
     layer: Layer
@@ -152,6 +187,7 @@ class Diagnosis:
     commands: tuple[str, ...]
     preemptor: Preemptor | None = None
     evictions: tuple[Eviction, ...] = ()
+    topology: tuple[TopologyFit, ...] = ()
 
 
 def verdict_key(d: Diagnosis) -> tuple[object, ...]:

@@ -24,34 +24,27 @@ from kueue_graphql.kueue.objects import (
     text,
     uid,
 )
+from kueue_graphql.kueue.owners import (
+    owner_kind_of,
+    owner_uid_of,
+    pod_belongs,
+    pod_group_of,
+)
 from kueue_graphql.kueue.podsets import per_pod_requests
 from kueue_graphql.kueue.scheduling import expression_matches, tolerates
 from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["is_unscheduled", "node_constraints", "pod_problem", "pods_of"]
 
-JOB_CONTROLLER_UID_LABELS = ("batch.kubernetes.io/controller-uid", "controller-uid")
-
 
 def pods_of(
     owner: KubeObject | None, workload: KubeObject | None, pods: Sequence[KubeObject]
 ) -> list[KubeObject]:
-    """Pods that belong to the owner: by ownerReference uid, or Job controller-uid label."""
-    owner_uid = uid(owner) if owner is not None else None
-    if owner_uid is None and workload is not None:
-        for owner_ref in items(workload, "metadata", "ownerReferences"):
-            if owner_ref.get("controller"):
-                owner_uid = str(owner_ref.get("uid") or "") or None
-    if owner_uid is None:
-        return []
-    out = []
-    for pod in pods:
-        pod_labels = mapping(pod, "metadata", "labels")
-        owned = any(o.get("uid") == owner_uid for o in items(pod, "metadata", "ownerReferences"))
-        labelled = any(pod_labels.get(label) == owner_uid for label in JOB_CONTROLLER_UID_LABELS)
-        if owned or labelled:
-            out.append(pod)
-    return out
+    """Pods the owner handed off to, whatever its kind (kueue/owners.py): by ownerReference,
+    the Job's or the JobSet's uid label, or Kueue's pod-group label."""
+    kind = owner_kind_of(owner, workload)
+    group = pod_group_of(owner, kind, workload)
+    return [p for p in pods if pod_belongs(p, kind, owner_uid_of(owner, workload), group)]
 
 
 def is_unscheduled(pod: KubeObject) -> bool:

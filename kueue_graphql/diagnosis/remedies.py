@@ -47,6 +47,7 @@ _NOT_QUOTA_CODES = frozenset(
         Code.RESOURCE_NOT_COVERED,
         Code.BEHIND_QUEUE_HEAD,
         Code.REQUEUE_BACKOFF,
+        Code.TOPOLOGY_PLACEMENT_FAILED,
     }
 )
 
@@ -336,6 +337,42 @@ _SAID: dict[Code, str] = {
 }
 
 
+def _topology_placement(c: _Case) -> Iterator[str]:
+    """Kueue's TAS step found no domain with room for every Pod at the level asked."""
+    fit = next((f for f in c.d.topology if f.pod_set == c.r.pod_set), None)
+    if fit is None:
+        return
+    level = fit.level or "the level asked"
+    if fit.mode == "required":
+        yield (
+            f"Relax the level: annotate pod set {fit.pod_set}'s template with "
+            f"kueue.x-k8s.io/podset-preferred-topology: {level} instead of "
+            "kueue.x-k8s.io/podset-required-topology; Kueue then places the Pods in one "
+            "domain where it can, else across the next level up."
+        )
+    room = fit.domains[0].pods if fit.domains else fit.kueue_fitting
+    if room:
+        yield (
+            f"Ask for fewer Pods per domain: the best {level} has room for {room} of the "
+            f"{fit.pods_wanted} now; split the job, or place smaller slices with "
+            "kueue.x-k8s.io/podset-slice-required-topology and kueue.x-k8s.io/podset-slice-size "
+            "(each slice in one domain)."
+        )
+    flavor = f" (flavor {fit.flavor})" if fit.flavor else ""
+    yield (
+        f"Or use a flavor with more capacity at that level: ask an admin of ClusterQueue "
+        f"{c.cq}{flavor}, or wait until Pods on those Nodes finish."
+    )
+
+
+def _topology_gated(c: _Case) -> Iterator[str]:
+    yield (
+        "Kueue lifts the kueue.x-k8s.io/topology gate within seconds of admission; if it stays, "
+        "look at the Kueue controller's log (its topology ungater) and check that the "
+        "Workload's status.admission still holds a topologyAssignment."
+    )
+
+
 def _said(c: _Case) -> Iterator[str]:
     yield _SAID[Code(c.r.code)].format(cq=c.cq, lq=c.lq, flavor=c.r.flavor, resource=c.r.resource)
 
@@ -369,6 +406,8 @@ _REMEDIES: dict[Code, Callable[[_Case], Iterator[str]]] = {
     Code.INSUFFICIENT_ALLOCATABLE: _insufficient_allocatable,
     Code.BEHIND_QUEUE_HEAD: _behind_queue_head,
     Code.REQUEUE_BACKOFF: _requeue_backoff,
+    Code.TOPOLOGY_PLACEMENT_FAILED: _topology_placement,
+    Code.TOPOLOGY_GATED: _topology_gated,
 }
 """The next steps for each cause code; a code not listed has none of its own."""
 
@@ -390,7 +429,14 @@ def _steps(
             "Kueue ignores this object. To queue it under Kueue, create it with the label "
             "kueue.x-k8s.io/queue-name=<your LocalQueue>."
         )
-    if d.stage is Stage.NO_WORKLOAD_YET:
+    incomplete = next((r for r in d.reasons if r.code == Code.POD_GROUP_INCOMPLETE), None)
+    if incomplete is not None:
+        yield (
+            "Create the group's missing Pods (same kueue.x-k8s.io/pod-group-name label), or "
+            "lower kueue.x-k8s.io/pod-group-total-count on every Pod of the group to the number "
+            "you mean to run."
+        )
+    elif d.stage is Stage.NO_WORKLOAD_YET:
         yield (
             "Check that Kueue is running and its integration for this kind is enabled "
             "(Kueue creates the Workload within seconds)."

@@ -17,6 +17,7 @@ from kueue_graphql.diagnosis.model import (
     Preemptor,
     QueuePosition,
     Stage,
+    TopologyFit,
 )
 from kueue_graphql.diagnosis.remedies import commands_for, next_steps_for
 from kueue_graphql.kueue.model import (
@@ -67,6 +68,7 @@ def build(
     reasons: Sequence[Reason],
     quota: QuotaReport | None = None,
     pods: Sequence[PodSchedulingProblem] = (),
+    topology: Sequence[TopologyFit] = (),
 ) -> Diagnosis:
     reasons = _dedupe(reasons)
     if quota is None:
@@ -89,6 +91,7 @@ def build(
         commands=(),
         preemptor=_preemptor(ctx),
         evictions=_evictions(ctx.workload),
+        topology=tuple(topology),
     )
     return replace(
         diagnosis,

@@ -17,12 +17,14 @@ from kueue_graphql.graph.clusterqueue import ClusterQueue
 from kueue_graphql.graph.cohort import Cohort
 from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.job import Job
+from kueue_graphql.graph.jobset import JobSet
 from kueue_graphql.graph.kubernetes_node import KubernetesNode
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.node import Node, global_id
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.quantity import Quantity, exact, replaced_by
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
+from kueue_graphql.graph.topology_assignment import TopologyPlacement, topology_placement_of
 from kueue_graphql.graph.workload import Workload
 from kueue_graphql.kube.kubectl_commands import command_accesses
 from kueue_graphql.kube.resources import (
@@ -308,7 +310,8 @@ BlockingObject = Annotated[
     | Pod
     | KubernetesNode
     | Workload
-    | Job,
+    | Job
+    | JobSet,
     strawberry.union(
         "BlockingObject", description="The object that holds the workload, navigable."
     ),
@@ -323,6 +326,7 @@ _BLOCKING_TYPES: dict[str, Any] = {
     "Node": KubernetesNode,
     "Workload": Workload,
     "Job": Job,
+    "JobSet": JobSet,
 }
 
 
@@ -475,6 +479,13 @@ class Diagnosis(Node):
             EvictionCount(reason=e.reason, underlying_cause=e.underlying_cause, count=e.count)
             for e in self.result.evictions
         ]
+
+    @field(
+        description="Pod sets Kueue's topology-aware scheduling could not place (empty "
+        "otherwise): the level asked and the room of each domain there."
+    )
+    def topology(self) -> list[TopologyPlacement]:
+        return [topology_placement_of(fit) for fit in self.result.topology]
 
     @field(description="Plain-language remedies.")
     def next_steps(self) -> list[str]:

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
-from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import Condition, Info, conditions, field, reads
 from kueue_graphql.graph.pagination import Connection, connection, page_request
@@ -68,24 +67,17 @@ class Job(KubeObject):
     async def pods(
         self, info: Info
     ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
-        from kueue_graphql.graph.pod import Pod
+        from kueue_graphql.graph.pod import sorted_pods
 
-        items = await reads(info).job_pods(await self.obj(info))
-        return sorted((Pod.from_json(p) for p in items), key=lambda p: p.ref_name)
+        return sorted_pods(await reads(info).job_pods(await self.obj(info)))
 
     @field(description="The Workload Kueue created for this Job.")
     async def workload(
         self, info: Info
     ) -> Annotated[Workload, strawberry.lazy("kueue_graphql.graph.workload")] | None:
-        from kueue_graphql.graph.workload import Workload
+        from kueue_graphql.graph.workload import workload_of_owner
 
-        try:
-            found = await reads(info).workload_for_owner(
-                self.ref_namespace or "", "Job", self.ref_name
-            )
-        except NotFoundError:
-            return None
-        return Workload.from_json(found)
+        return await workload_of_owner(info, self.ref_namespace or "", "Job", self.ref_name)
 
 
 @strawberry.type

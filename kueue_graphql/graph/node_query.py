@@ -26,6 +26,7 @@ from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.diagnosis import diagnose_object
 from kueue_graphql.graph.event import Event
 from kueue_graphql.graph.job import Job
+from kueue_graphql.graph.jobset import JobSet
 from kueue_graphql.graph.kubernetes_node import KubernetesNode
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.namespace import Namespace
@@ -41,6 +42,7 @@ KUBE_OBJECT_TYPES: tuple[type[KubeObject], ...] = (
     ClusterQueue,
     Event,
     Job,
+    JobSet,
     KubernetesNode,
     LocalQueue,
     Namespace,

@@ -19,6 +19,7 @@ from kueue_graphql.graph.common import (
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, quantities
+from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import POD
 from kueue_graphql.kueue.objects import spec, status
 from kueue_graphql.kueue.requests import pod_requests
@@ -112,6 +113,18 @@ class Pod(KubeObject):
     async def tolerations(self, info: Info) -> list[Toleration] | None:
         return tolerations(spec(await self.obj(info)).get("tolerations"))
 
+    @field(
+        description="`spec.schedulingGates` by name. kube-scheduler leaves a gated Pod alone; "
+        "`kueue.x-k8s.io/topology` is lifted by Kueue once topology-aware scheduling placed "
+        "the Pod (with its domain's node selector)."
+    )
+    async def scheduling_gates(self, info: Info) -> list[str] | None:
+        return [
+            str(g.get("name", ""))
+            for g in spec(await self.obj(info)).get("schedulingGates") or []
+            if isinstance(g, dict)
+        ]
+
     @field(description="Effective per-pod requests (as the scheduler counts them).")
     async def requests(self, info: Info) -> list[ResourceQuantity] | None:
         return quantities(pod_requests(spec(await self.obj(info))))
@@ -151,3 +164,8 @@ class PodQuery:
             POD, namespace, label_selector=label_selector, page=page_request(info, first, after)
         )
         return connection(found, Pod.from_json, after=after)
+
+
+def sorted_pods(objects: list[JsonObject]) -> list[Pod]:
+    """Pods in the graph, by name (a Job's, a JobSet's, an owner's)."""
+    return sorted((Pod.from_json(p) for p in objects), key=lambda p: p.ref_name)

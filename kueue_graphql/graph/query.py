@@ -14,6 +14,7 @@ from kueue_graphql.graph.cohort import CohortQuery
 from kueue_graphql.graph.diagnosis import DiagnosisQuery
 from kueue_graphql.graph.event import EventQuery
 from kueue_graphql.graph.job import JobQuery
+from kueue_graphql.graph.jobset import JobSetQuery
 from kueue_graphql.graph.kubernetes_node import KubernetesNodeQuery
 from kueue_graphql.graph.localqueue import LocalQueueQuery
 from kueue_graphql.graph.namespace import NamespaceQuery
@@ -38,6 +39,7 @@ ROOT_FIELD_GROUPS: tuple[type, ...] = (
     WorkloadPriorityClassQuery,
     TopologyQuery,
     JobQuery,
+    JobSetQuery,
     PodQuery,
     EventQuery,
     KubernetesNodeQuery,

@@ -35,7 +35,14 @@ from kueue_graphql.graph.workload import Workload, WorkloadStatus
 from kueue_graphql.kube.changes import WatchTarget
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.dependencies import POSITIONS, Dependency
-from kueue_graphql.kube.resources import CLUSTER_QUEUE, JOB, POD, WORKLOAD, Resource
+from kueue_graphql.kube.resources import (
+    CLUSTER_QUEUE,
+    OWNER_KINDS,
+    POD,
+    WORKLOAD,
+    Resource,
+    canonical_kind,
+)
 from kueue_graphql.kueue.objects import metadata, status
 from kueue_graphql.lookups.diagnosis import DIAGNOSIS_FINGERPRINTS
 from kueue_graphql.lookups.recording import ObjectFingerprint, RecordingReader, changed_since
@@ -308,10 +315,11 @@ class Subscription:
 async def _diagnosis_stream(
     info: Info, namespace: str, kind: str, name: str
 ) -> AsyncGenerator[Diagnosis, None]:
+    owner = OWNER_KINDS.get(canonical_kind(kind))
     targets = [
         WatchTarget(WORKLOAD, namespace),
         WatchTarget(POD, namespace),
-        *([WatchTarget(JOB, namespace)] if kind.lower() == "job" else []),
+        *([WatchTarget(owner, namespace)] if owner is not None and owner is not POD else []),
     ]
     last: object = None
     async with contextlib.aclosing(_recomputes(info, targets, DIAGNOSIS_FINGERPRINTS)) as contexts:

@@ -21,6 +21,7 @@ from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.diagnosis import DiagnosisReason, QuotaLine
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.quantity import ResourceQuantity, computed_quantities
+from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kueue.exact import QuantityError, parse_quantity
 from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX
 from kueue_graphql.lookups.disclosure import NumbersSource
@@ -81,6 +82,10 @@ class WhatIfPodSetInput:
 class ObjectNameInput:
     namespace: str
     name: str
+    kind: str = strawberry.field(
+        default="Job",
+        description="Job or JobSet, as kubectl types it (`jobset`, `jobsets.jobset.x-k8s.io`).",
+    )
 
 
 @strawberry.type(
@@ -382,7 +387,8 @@ def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
 class WhatIfQuery:
     @field(
         description="Would it fit? Kueue's flavor assignment and verdict for Pods that are not "
-        "submitted yet: `podSets`, or the pod template of an existing Job (`fromJob`; its "
+        "submitted yet: `podSets`, or the pod templates of an existing Job or JobSet (`fromJob`, "
+        "its pod sets as Kueue computes them; its "
         "queue-name label is the default `localQueue`). Needs `get` on the LocalQueue; "
         "ClusterQueue figures only where the caller may read it or the quota disclosure "
         "policy allows. Creates nothing."
@@ -418,7 +424,7 @@ class WhatIfQuery:
         else:
             assert from_job is not None
             proposed, job_queue, priority_class = await job_pod_sets(
-                reader, from_job.namespace, from_job.name
+                reader, from_job.namespace, from_job.name, canonical_kind(from_job.kind)
             )
             queue = local_queue or job_queue
             if priority is not None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
+from kueue_graphql.core.errors import NotFoundError
 from kueue_graphql.graph.base import KubeObject
 from kueue_graphql.graph.common import (
     JSON,
@@ -20,18 +21,32 @@ from kueue_graphql.graph.common import (
 )
 from kueue_graphql.graph.pagination import Connection, connection, page_request
 from kueue_graphql.graph.quantity import ResourceQuantity, quantities, resource_list
+from kueue_graphql.graph.topology_assignment import (
+    TopologyAssignment,
+    TopologyRequest,
+    topology_assignment_of,
+    topology_request_of,
+)
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import WORKLOAD
+from kueue_graphql.kube.resources import JOB_SET, OWNER_KINDS, WORKLOAD
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import metadata, spec, status
+from kueue_graphql.kueue.owners import (
+    controller_reference,
+    owner_facts,
+    owner_suspended,
+    suspended_by,
+)
 from kueue_graphql.kueue.requests import spec_podset_requests, total_requests
-from kueue_graphql.lookups import OwnerReads, diagnosis_input_for_workload
+from kueue_graphql.lookups import OwnerReads, diagnosis_input_for_workload, owner_pods
 
 if TYPE_CHECKING:
     from kueue_graphql.graph.clusterqueue import ClusterQueue
     from kueue_graphql.graph.diagnosis import Diagnosis
     from kueue_graphql.graph.job import Job
+    from kueue_graphql.graph.jobset import JobSet
     from kueue_graphql.graph.localqueue import LocalQueue
+    from kueue_graphql.graph.pod import Pod
     from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
 
 
@@ -51,6 +66,9 @@ class PodSet:
     requests: list[ResourceQuantity] = strawberry.field(description="Per pod.")
     total_requests: list[ResourceQuantity] = strawberry.field(description="Per pod x count.")
     template: JSON
+    topology_request: TopologyRequest | None = strawberry.field(
+        description="What this pod set asks of topology-aware scheduling; null: nothing."
+    )
 
 
 @strawberry.type
@@ -65,6 +83,9 @@ class PodSetAssignment:
     flavors: list[FlavorAssignment]
     resource_usage: list[ResourceQuantity]
     count: int | None
+    topology_assignment: TopologyAssignment | None = strawberry.field(
+        description="Where Kueue's topology-aware scheduling placed the Pods; null without TAS."
+    )
 
 
 @strawberry.type
@@ -118,11 +139,73 @@ class OwnerReference:
 
 
 def _controller_owner(obj: JsonObject) -> dict[str, Any] | None:
-    owners = metadata(obj).get("ownerReferences") or []
-    for owner in owners:
-        if owner.get("controller"):
-            return dict(owner)
-    return dict(owners[0]) if owners else None
+    found = controller_reference(obj)
+    return dict(found) if found is not None else None
+
+
+@strawberry.enum(description="Who holds a suspended owner.")
+class SuspendedBy(Enum):
+    KUEUE = "kueue"
+    USER = "user"
+
+
+@strawberry.type(
+    description="The object Kueue's job framework manages for this Workload (its controlling "
+    "ownerReference; for a pod group, its first Pod), whatever its kind. `kind`, `apiVersion` "
+    "and `name` come from the Workload; the other fields read the object as the caller "
+    "(FORBIDDEN when they may not get it) and are null for a kind the service does not read."
+)
+class WorkloadOwner:
+    kind: str
+    api_version: str
+    name: str
+    namespace: str | None
+    workload: strawberry.Private[JsonObject]
+    loaded: strawberry.Private[JsonObject | None] = None
+
+    async def obj(self, info: Info) -> JsonObject | None:
+        resource = OWNER_KINDS.get(self.kind)
+        if resource is None or self.api_version.rpartition("/")[0] != resource.group:
+            return None
+        if self.loaded is None:
+            self.loaded = await reads(info).get(resource, self.namespace, self.name)
+        return self.loaded
+
+    @field(
+        description="Whether the owner is suspended: `spec.suspend` (Job, JobSet), Kueue's "
+        "scheduling gate (Pod); null for a kind without one (StatefulSet: its Pods are gated)."
+    )
+    async def suspended(self, info: Info) -> bool | None:
+        return owner_suspended(await self.obj(info))
+
+    @field(
+        description="Who holds it when suspended: KUEUE (its Workload is not admitted, or not "
+        "released yet) or USER (the Workload was deactivated, `spec.active: false`)."
+    )
+    async def suspended_by(self, info: Info) -> SuspendedBy | None:
+        who = suspended_by(await self.obj(info), self.workload)
+        return SuspendedBy(who) if who else None
+
+    @field(description="The owner's `status.conditions`.")
+    async def conditions(self, info: Info) -> list[Condition] | None:
+        found = await self.obj(info)
+        return conditions(found) if found is not None else None
+
+    @field(description="Who creates its Pods once Kueue admits it.")
+    def pods_created_by(self) -> str | None:
+        facts = owner_facts(self.kind)
+        return facts.pods_created_by if facts else None
+
+    @field(description="Its Pods, found as the diagnosis finds them (listed as the caller).")
+    async def pods(
+        self, info: Info
+    ) -> list[Annotated[Pod, strawberry.lazy("kueue_graphql.graph.pod")]] | None:
+        from kueue_graphql.graph.pod import sorted_pods
+
+        owner = await self.obj(info)
+        return sorted_pods(
+            await owner_pods(reads(info), self.namespace or "", owner, self.workload)
+        )
 
 
 @strawberry.type(description="kueue.x-k8s.io/v1beta2 Workload.")
@@ -164,6 +247,7 @@ class Workload(KubeObject):
                 requests=quantities(computed.per_pod),
                 total_requests=quantities(computed.total),
                 template=as_json(raw.get("template") or {}),
+                topology_request=topology_request_of(raw),
             )
             for raw, computed in zip(specs, spec_podset_requests(obj), strict=True)
         ]
@@ -198,6 +282,7 @@ class Workload(KubeObject):
                     ],
                     resource_usage=resource_list(a.get("resourceUsage")),
                     count=a.get("count"),
+                    topology_assignment=topology_assignment_of(a),
                 )
                 for a in admission.get("podSetAssignments") or []
             ],
@@ -318,6 +403,35 @@ class Workload(KubeObject):
             (self.ref_namespace or "", "Workload", self.ref_name),
         )
 
+    @field(description="The object Kueue manages for this Workload, whatever its kind.")
+    async def owner(self, info: Info) -> WorkloadOwner | None:
+        obj = await self.obj(info)
+        found = _controller_owner(obj)
+        if not found:
+            return None
+        return WorkloadOwner(
+            kind=str(found.get("kind", "")),
+            api_version=str(found.get("apiVersion", "")),
+            name=str(found.get("name", "")),
+            namespace=self.ref_namespace,
+            workload=obj,
+        )
+
+    @field(description="The owning JobSet (jobset.x-k8s.io), when the owner is one.")
+    async def job_set(
+        self, info: Info
+    ) -> Annotated[JobSet, strawberry.lazy("kueue_graphql.graph.jobset")] | None:
+        from kueue_graphql.graph.jobset import JobSet
+
+        owner = _controller_owner(await self.obj(info))
+        if (
+            owner
+            and owner.get("kind") == "JobSet"
+            and str(owner.get("apiVersion", "")).startswith(f"{JOB_SET.group}/")
+        ):
+            return JobSet.ref(str(owner["name"]), self.ref_namespace)
+        return None
+
     @field(description="The owning batch/v1 Job, when the owner is one.")
     async def job(
         self, info: Info
@@ -332,6 +446,15 @@ class Workload(KubeObject):
         ):
             return Job.ref(str(owner["name"]), self.ref_namespace)
         return None
+
+
+async def workload_of_owner(info: Info, namespace: str, kind: str, name: str) -> Workload | None:
+    """The Workload Kueue made for an owner (`Job.workload`, `JobSet.workload`); None when none."""
+    try:
+        found = await reads(info).workload_for_owner(namespace, kind, name)
+    except NotFoundError:
+        return None
+    return Workload.from_json(found)
 
 
 def _next_reads(info: Info) -> OwnerReads:

@@ -61,6 +61,8 @@ EVENT = Resource("Event", "", "v1", "events", namespaced=True)
 NODE = Resource("Node", "", "v1", "nodes", namespaced=False)
 NAMESPACE = Resource("Namespace", "", "v1", "namespaces", namespaced=False)
 DEPLOYMENT = Resource("Deployment", "apps", "v1", "deployments", namespaced=True)
+STATEFUL_SET = Resource("StatefulSet", "apps", "v1", "statefulsets", namespaced=True)
+JOB_SET = Resource("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", namespaced=True)
 
 # Kueue's visibility API (an aggregated API served by the Kueue manager): pending workloads in
 # queue order, as the subresource `pendingworkloads` of a LocalQueue.
@@ -68,19 +70,32 @@ VISIBILITY_LOCAL_QUEUE = Resource(
     "LocalQueue", VISIBILITY_GROUP, VISIBILITY_API_VERSION, "localqueues", namespaced=True
 )
 
-# Owner kinds `workloadFor` can navigate by type, keyed by Kubernetes kind.
-OWNER_KINDS = {"Job": JOB}
+# Owner kinds `workloadFor` can navigate by type, keyed by Kubernetes kind: the kinds whose
+# Workload Kueue's job framework owns by an ownerReference (kueue/owners.py says how each one's
+# Pods are found). A Deployment owns no Workload: Kueue makes one per Pod (pod integration).
+OWNER_KINDS = {"Job": JOB, "JobSet": JOB_SET, "StatefulSet": STATEFUL_SET, "Pod": POD}
+
+# kubectl's short names, as the API server's discovery lists them (`kubectl api-resources`):
+# JobSet's CRD (sigs.k8s.io/jobset v0.11.1) declares none, batch Jobs have none.
+SHORT_NAMES = {
+    "StatefulSet": ("sts",),
+    "Pod": ("po",),
+    "Deployment": ("deploy",),
+    "Workload": ("wl",),
+}
+# Kinds a target may name: the owners, Deployments (whose Pods own the Workloads: refused with
+# that said) and Workloads.
+TARGET_KINDS = (*OWNER_KINDS.values(), DEPLOYMENT, WORKLOAD)
 
 
 def canonical_kind(kind: str) -> str:
-    """`job`, `jobs`, `Job`, `jobs.batch`, `wl`, `workloads.kueue.x-k8s.io` ... as kubectl users
-    type them, to the Kind (`Job`, `Workload`). Other kinds come back as given; owner
-    references are matched without regard to case."""
+    """`job`, `jobs`, `Job`, `jobs.batch`, `JobSet`, `jobsets.jobset.x-k8s.io`, `sts`, `wl`,
+    `workloads.kueue.x-k8s.io` ... as kubectl users type them, to the Kind (`Job`, `Workload`).
+    Other kinds come back as given; owner references are matched without regard to case."""
     wanted = kind.strip().lower()
-    for resource in (*OWNER_KINDS.values(), WORKLOAD):
+    for resource in TARGET_KINDS:
         names = {resource.kind.lower(), resource.plural, resource.plural.removesuffix("s")}
-        if resource is WORKLOAD:
-            names.add("wl")
+        names.update(SHORT_NAMES.get(resource.kind, ()))
         qualified = {f"{n}.{resource.group}" for n in names} if resource.group else set()
         if wanted in names | qualified:
             return resource.kind

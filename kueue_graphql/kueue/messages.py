@@ -47,6 +47,10 @@ _MORE_NEEDED = re.compile(rf"(?P<v>{_QTY}) more needed")
 _TAINT = re.compile(r"^untolerated taint (?P<taint>.+) in flavor (?P<flavor>\S+)$")
 _AFFINITY = re.compile(r"^flavor (?P<flavor>\S+) doesn't match node affinity$")
 _FLAVOR_NOT_FOUND = re.compile(r"^flavor (?P<flavor>\S+) not found$")
+_TOPOLOGY_NOT_FIT = re.compile(
+    r'^topology "(?P<topology>[^"]+)" (?:doesn\'t allow to fit(?: any of (?P<none>\d+))?'
+    r"|allows to fit only (?P<fit>\d+) out of (?P<of>\d+))(?: (?P<unit>pod|slice)\(s\))?"
+)
 _RESOURCE_UNAVAILABLE = re.compile(r"^resource (?P<res>\S+) unavailable in ClusterQueue$")
 
 _QUEUE_MESSAGES: tuple[tuple[re.Pattern[str], str, str], ...] = (
@@ -106,7 +110,7 @@ def split_flavor_parts(message: str) -> list[tuple[str | None, str]]:
     ", " (the quota shapes do), so a new part is started only where a known part begins.
     """
     out: list[tuple[str | None, str]] = []
-    for chunk in message.split("; "):
+    for chunk in _PODSET_SEPARATOR.split(message):
         chunk = chunk.strip()
         match = _PODSET_PREFIX.match(chunk)
         pod_set: str | None = None
@@ -116,6 +120,10 @@ def split_flavor_parts(message: str) -> list[tuple[str | None, str]]:
             out.append((pod_set, part))
     return out
 
+
+# "; " also joins the pieces of TAS's not-fit message (tas_flavor_snapshot.go notFitMessage,
+# multiLayerNotFitMessage): ". Total nodes: 6; excluded: ..." and "; 1/2 slice(s) fit on level".
+_PODSET_SEPARATOR = re.compile(r"; (?!excluded: |\d+/\d+ slice\(s\) fit on level )")
 
 _PART_START = re.compile(
     r", (?=insufficient |untolerated taint |flavor \S+ (?:doesn't match|not found)|resource \S+ "
@@ -190,6 +198,25 @@ def _flavor_part(part: str, pod_set: str | None, kueue_reason: str | None) -> Re
                 flavor=flavor,
                 object=ObjectRef("ResourceFlavor", flavor, None, KUEUE_API),
             )
+    if m := _TOPOLOGY_NOT_FIT.match(part):
+        # Kueue's TAS step (tas_flavor_snapshot.go notFitMessage): how many Pods (or slices)
+        # of the pod set its best domain at the level asked could take, out of how many.
+        # Counted in slices when the pod set asks for slices ("slice(s)").
+        wanted = m.group("of") or m.group("none")
+        unit = "Slices" if m.group("unit") == "slice" else ""
+        return replace(
+            base,
+            code=Code.TOPOLOGY_PLACEMENT_FAILED,
+            object=ObjectRef("Topology", m.group("topology"), None, KUEUE_API),
+            numbers=tuple(
+                Number(label + unit, Decimal(value), value)
+                for label, value in (
+                    ("fitting", m.group("fit") or ("0" if m.group("none") else None)),
+                    ("wanted", wanted),
+                )
+                if value is not None
+            ),
+        )
     if m := _RESOURCE_UNAVAILABLE.match(part):
         return replace(base, code=Code.RESOURCE_NOT_COVERED, resource=m.group("res"))
     return base

@@ -209,9 +209,11 @@ class Code(enum.StrEnum):
     DEACTIVATED = "Deactivated"
     PREEMPTED = "Preempted"
     NO_WORKLOAD = "NoWorkload"
+    POD_GROUP_INCOMPLETE = "PodGroupIncomplete"
     NO_QUEUE_NAME = "NoQueueName"
     OWNER_STILL_SUSPENDED = "OwnerStillSuspended"
     NO_PODS_YET = "NoPodsYet"
+    TOPOLOGY_GATED = "TopologyGated"
     # access
     WORKLOAD_NOT_READABLE = "WorkloadNotReadable"
     PODS_NOT_READABLE = "PodsNotReadable"
@@ -314,9 +316,11 @@ _GROUPS: dict[Code, CodeGroup] = {
         Code.DEACTIVATED,
         Code.PREEMPTED,
         Code.NO_WORKLOAD,
+        Code.POD_GROUP_INCOMPLETE,
         Code.NO_QUEUE_NAME,
         Code.OWNER_STILL_SUSPENDED,
         Code.NO_PODS_YET,
+        Code.TOPOLOGY_GATED,
     ),
     **_group(CodeGroup.ACCESS, Code.WORKLOAD_NOT_READABLE, Code.PODS_NOT_READABLE, Code.NOT_FOUND),
     **_group(

@@ -14,6 +14,7 @@ from kueue_graphql.lookups.diagnosis import (
     diagnosis_input_for_workload,
 )
 from kueue_graphql.lookups.observed import observe
+from kueue_graphql.lookups.owner_pods import owner_pods
 from kueue_graphql.lookups.reader import NO_OWNER_READS, KueueReader, OwnerReads
 from kueue_graphql.lookups.selection import flavor_names, workload_matches
 
@@ -30,6 +31,7 @@ __all__ = [
     "flavor_names",
     "observe",
     "order_key",
+    "owner_pods",
     "page_of",
     "workload_matches",
 ]

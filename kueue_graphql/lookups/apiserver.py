@@ -31,8 +31,9 @@ from kueue_graphql.lookups.selection import (
     admitted_cluster_queue,
     cluster_queue_name_of,
     flavor_names,
-    owner_uid,
     owners_workload,
+    pod_group_workload,
+    read_owner,
     workload_matches,
 )
 
@@ -111,7 +112,10 @@ class ApiServerReader(RequestReads):
     ) -> JsonObject:
         # The Workload is found by the owner's uid: nothing can start before the owner's read.
         kind = canonical_kind(kind)
-        uid = await owner_uid(self, OWNER_KINDS.get(kind), namespace, name)
+        owner = await read_owner(self, OWNER_KINDS.get(kind), namespace, name)
+        if kind == "Pod" and (grouped := await pod_group_workload(self, owner, namespace, name)):
+            return grouped
+        uid = str(metadata(owner).get("uid") or "") or None if owner is not None else None
         selector = f"{JOB_UID_LABEL}={uid}" if uid else None
         candidates = await self.list_objects(WORKLOAD, namespace, label_selector=selector)
         return owners_workload(candidates, uid, kind, name, namespace)

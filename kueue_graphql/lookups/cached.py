@@ -60,8 +60,9 @@ from kueue_graphql.lookups.selection import (
     label_selector,
     newest,
     owned_by,
-    owner_uid,
     owners_workload,
+    pod_group_workload,
+    read_owner,
 )
 
 
@@ -283,7 +284,10 @@ class CacheReader:
         owner_resource = OWNER_KINDS.get(kind)
         if owner_resource is not None and next_reads != NO_OWNER_READS:
             await self._start_owner_reads(store, namespace, kind, name, next_reads)
-        uid = await owner_uid(self, owner_resource, namespace, name)
+        owner = await read_owner(self, owner_resource, namespace, name)
+        if kind == "Pod" and (grouped := await pod_group_workload(self, owner, namespace, name)):
+            return grouped
+        uid = str(metadata(owner).get("uid") or "") or None if owner is not None else None
         check_namespace(namespace)
         await self._require("list", WORKLOAD, namespace)
         if uid:

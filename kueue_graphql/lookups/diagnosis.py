@@ -8,11 +8,12 @@ read into the verdict. Nothing here decides anything; it only loads.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kueue_graphql import diagnosis as dx
-from kueue_graphql.core.errors import ForbiddenError, NotFoundError
+from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundError
 from kueue_graphql.diagnosis.evidence import preemptor_uid
 from kueue_graphql.kube.authz import Access
 from kueue_graphql.kube.client import JsonObject
@@ -20,28 +21,32 @@ from kueue_graphql.kube.resources import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
+    DEPLOYMENT,
     LOCAL_QUEUE,
     NODE,
     OWNER_KINDS,
     POD,
     RESOURCE_FLAVOR,
+    TOPOLOGY,
     VISIBILITY_LOCAL_QUEUE,
     WORKLOAD,
     Resource,
 )
 from kueue_graphql.kueue.model import known
 from kueue_graphql.kueue.objects import dig, metadata, spec, status
+from kueue_graphql.kueue.owners import controller_reference
 from kueue_graphql.kueue.pending_entry import (
     FOREIGN_ENTRIES_KEY,
     HEAD_OF_CLUSTER_QUEUE_KEY,
     POSITION_BEYOND_KEY,
 )
 from kueue_graphql.lookups.observed import observe
+from kueue_graphql.lookups.owner_pods import owner_pods
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.lookups.recording import ObjectFingerprint, ignoring_status
 
 T = TypeVar("T")
-CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
+_TAS_NOT_FIT = re.compile(r'topology "[^"]+" (?:doesn\'t allow|allows only|allows to fit only)')
 
 
 ObservedObject = JsonObject | dx.Forbidden | dx.Absent
@@ -95,19 +100,6 @@ async def _events(
     except ForbiddenError as error:
         return dx.Forbidden(str(error))
     return [e for events in lists for e in events]
-
-
-async def _pods(
-    reader: KueueReader, namespace: str, owner: JsonObject | None, workload: JsonObject | None
-) -> list[JsonObject]:
-    owner_uid = metadata(owner).get("uid") if owner else None
-    if owner is not None and owner.get("kind") == "Job" and owner_uid:
-        selector = f"{CONTROLLER_UID_LABEL}={owner_uid}"
-        return await reader.list_objects(POD, namespace, label_selector=selector)
-    if owner is None and workload is None:
-        return []
-    # Any other owner kind: its Pods are found by ownerReference in the diagnosis.
-    return await reader.list_objects(POD, namespace)
 
 
 async def _queue_position(
@@ -208,7 +200,7 @@ async def load_input(
     if queue:
         local_queue = _start(lambda: observe(reader.get(LOCAL_QUEUE, namespace, queue)))
     pods_read: asyncio.Future[ObservedList] = _start(
-        lambda: observe(_pods(reader, namespace, owner_obj, workload_obj))
+        lambda: observe(owner_pods(reader, namespace, owner_obj, workload_obj))
     )
     position_read: asyncio.Future[ObservedObject | dx.Failed] = _ready(dx.Absent("no Workload"))
     if workload_obj is not None:
@@ -228,19 +220,33 @@ async def load_input(
     cluster_queue: asyncio.Future[ObservedObject] = _ready(dx.Absent("no ClusterQueue name"))
     if cq_name:
         cluster_queue = _start(lambda: observe(reader.get(CLUSTER_QUEUE, None, str(cq_name))))
+    # Kueue's TAS step could not place a pod set: what its snapshot counts room from.
+    tas = _TAS_NOT_FIT.search(_quota_message(workload_obj)) is not None
     nodes: asyncio.Future[ObservedList] = _ready(dx.Absent("no unplaced Pod"))
     pod_events: asyncio.Future[ObservedList] = _ready([])
-    if unplaced:
+    if unplaced or tas:
         nodes = _start(lambda: observe(reader.list_objects(NODE)))
+    if unplaced:
         pod_events = _start(lambda: _events(reader, unplaced))
-    # Flavors make a taint remedy exact; AdmissionChecks say who decides a pending check.
+    topologies: asyncio.Future[ObservedList] = _ready(dx.Absent("no TAS placement failed"))
+    cluster_pods: asyncio.Future[ObservedList] = _ready(dx.Absent("no TAS placement failed"))
+    cluster_workloads: asyncio.Future[ObservedList] = _ready(dx.Absent("no TAS placement failed"))
+    if tas:
+        topologies = _start(lambda: observe(reader.list_objects(TOPOLOGY)))
+        cluster_pods = _start(lambda: observe(reader.list_objects(POD, None)))
+        cluster_workloads = _start(lambda: observe(reader.list_objects(WORKLOAD, None)))
+    # Flavors make a taint remedy exact and say which Nodes a Topology covers; AdmissionChecks
+    # say who decides a pending check.
     flavors: asyncio.Future[ObservedList] = _ready(dx.Absent("no flavor in question"))
-    if "in flavor " in _quota_message(workload_obj):
+    if "in flavor " in _quota_message(workload_obj) or tas:
         flavors = _start(lambda: observe(reader.list_objects(RESOURCE_FLAVOR)))
     checks: asyncio.Future[ObservedList] = _ready(dx.Absent("no admission checks"))
     if status(workload_obj).get("admissionChecks"):
         checks = _start(lambda: observe(reader.list_objects(ADMISSION_CHECK)))
-    await _all(cluster_queue, nodes, pod_events, flavors, checks)
+    await _all(
+        cluster_queue, nodes, pod_events, flavors, checks, topologies, cluster_pods,
+        cluster_workloads,
+    )  # fmt: skip
 
     cluster_queues: ObservedList = dx.Absent("not in a cohort")
     cohorts: ObservedList = dx.Absent("not in a cohort")
@@ -275,14 +281,17 @@ async def load_input(
         nodes=nodes.result(),
         queue_position=position_read.result(),
         preemptor=preemptor,
+        topologies=topologies.result(),
+        cluster_pods=cluster_pods.result(),
+        cluster_workloads=cluster_workloads.result(),
     )
 
 
 def _owner_kind_of(workload: JsonObject) -> tuple[str, str] | None:
-    for ref in metadata(workload).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("kind", "")), str(ref.get("name", ""))
-    return None
+    """The Workload's owner: its controlling reference, else (a StatefulSet's pod group, whose
+    Workload the StatefulSet and every Pod own, none as controller) its first one."""
+    ref = controller_reference(workload)
+    return (str(ref.get("kind", "")), str(ref.get("name", ""))) if ref is not None else None
 
 
 async def diagnosis_input_for_workload(
@@ -301,6 +310,11 @@ async def diagnosis_input_for_owner(
     reader: KueueReader, namespace: str, kind: str, name: str
 ) -> dx.DiagnosisInput:
     """The input for an owner (kind "Job", any kind Kueue manages, or "Workload")."""
+    if kind == DEPLOYMENT.kind:
+        raise BadRequestError(
+            "Kueue makes one Workload per Pod of a Deployment (its pod integration), none for "
+            "the Deployment: ask about one of its Pods (kind Pod)"
+        )
     if kind == "Workload":
         return await diagnosis_input_for_workload(
             reader, await reader.get(WORKLOAD, namespace, name)

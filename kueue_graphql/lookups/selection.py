@@ -9,10 +9,11 @@ from typing import Protocol
 
 from kueue_graphql.core.errors import ForbiddenError, NotFoundError
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import LOCAL_QUEUE, Resource
+from kueue_graphql.kube.resources import LOCAL_QUEUE, WORKLOAD, Resource
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import dig, metadata, spec
 from kueue_graphql.kueue.objects import labels as labels_of
+from kueue_graphql.kueue.owners import pod_group_name
 
 # The Job controller labels every Pod it creates with the Job's uid and with its name.
 CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
@@ -48,13 +49,36 @@ async def owner_uid(reader: Finds, owner: Resource | None, namespace: str, name:
     """The owner's uid, to find its Workload by; None when the caller may not read the owner
     (a caller may read Workloads without reading their owners: they are matched by the
     owner's kind and name instead) or when it is not a kind the service reads."""
+    found = await read_owner(reader, owner, namespace, name)
+    uid = metadata(found).get("uid") if found is not None else None
+    return str(uid) if uid else None
+
+
+async def read_owner(
+    reader: Finds, owner: Resource | None, namespace: str, name: str
+) -> JsonObject | None:
+    """The owner as the caller reads it; None when they may not, or it is not a kind the
+    service reads."""
     if owner is None:
         return None
     try:
-        uid = metadata(await reader.get(owner, namespace, name)).get("uid")
+        return await reader.get(owner, namespace, name)
     except ForbiddenError:
         return None
-    return str(uid) if uid else None
+
+
+async def pod_group_workload(
+    reader: Finds, pod: JsonObject | None, namespace: str, name: str
+) -> JsonObject | None:
+    """A grouped Pod's Workload: Kueue names it after the group (`kueue.x-k8s.io/pod-group-name`)
+    and every Pod of the group owns it. Read with `get`, as `kubectl get workload GROUP`."""
+    group = pod_group_name(pod)
+    if group is None:
+        return None
+    found = await reader.find(WORKLOAD, namespace, group)
+    if found is None or not owned_by(found, metadata(pod).get("uid"), "Pod", name):
+        raise NotFoundError("Workload for Pod", name, namespace)
+    return found
 
 
 def owners_workload(

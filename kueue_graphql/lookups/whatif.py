@@ -15,6 +15,7 @@ from kueue_graphql.core.errors import BadRequestError, ForbiddenError, NotFoundE
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import (
     JOB,
+    JOB_SET,
     LOCAL_QUEUE,
     NAMESPACE,
     PRIORITY_CLASS,
@@ -38,9 +39,12 @@ from kueue_graphql.whatif import (
     ProposedPodSet,
     WhatIfInput,
     pod_sets_from_job,
+    pod_sets_from_job_set,
 )
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+# What `fromJob` reads, by kind, and how Kueue makes its pod sets.
+FROM_KINDS = {"Job": (JOB, pod_sets_from_job), "JobSet": (JOB_SET, pod_sets_from_job_set)}
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
 __all__ = [
@@ -64,21 +68,36 @@ class PriorityClassRef:
 
 
 async def job_pod_sets(
-    reader: KueueReader, namespace: str, name: str
+    reader: KueueReader, namespace: str, name: str, kind: str = "Job"
 ) -> tuple[list[ProposedPodSet], str | None, PriorityClassRef | None]:
-    """The pod sets Kueue would make for an existing Job, the LocalQueue it names, and its
-    priority class (Kueue: the priority-class label, else the Pods' priorityClassName)."""
-    job = await reader.get(JOB, namespace, name)
-    labels = metadata(job).get("labels") or {}
+    """The pod sets Kueue would make for an existing Job or JobSet, the LocalQueue it names, and
+    its priority class (Kueue: the priority-class label, else the Pods' priorityClassName, of
+    the first pod set for a JobSet)."""
+    if kind not in FROM_KINDS:
+        raise BadRequestError(
+            f"fromJob takes a Job or a JobSet (kind), not {kind[:64]!r}: Kueue's pod sets are "
+            "computed for those"
+        )
+    resource, pod_sets_of = FROM_KINDS[kind]
+    owner = await reader.get(resource, namespace, name)
+    labels = metadata(owner).get("labels") or {}
     queue = labels.get(QUEUE_NAME_LABEL)
     ref: PriorityClassRef | None = None
     if labels.get(PRIORITY_CLASS_LABEL):
         ref = PriorityClassRef(str(labels[PRIORITY_CLASS_LABEL]), workload_only=True)
     else:
-        pod = mapping(job, "spec", "template", "spec")
+        templates = (
+            [mapping(owner, "spec", "template", "spec")]
+            if kind == "Job"
+            else [
+                mapping(r, "template", "spec", "template", "spec")
+                for r in items(owner, "spec", "replicatedJobs")
+            ]
+        )
+        pod = templates[0] if templates else {}
         if pod.get("priorityClassName"):
             ref = PriorityClassRef(str(pod["priorityClassName"]), pod_only=True)
-    return pod_sets_from_job(job), str(queue) if queue else None, ref
+    return pod_sets_of(owner), str(queue) if queue else None, ref
 
 
 async def _class_value(

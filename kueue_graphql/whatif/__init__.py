@@ -19,7 +19,7 @@ Pure: the caller passes the objects it could read (Observed markers for the rest
 numbers may be shown.
 """
 
-from kueue_graphql.whatif.job import pod_sets_from_job
+from kueue_graphql.whatif.job import pod_sets_from_job, pod_sets_from_job_set
 from kueue_graphql.whatif.model import (
     FlavorAttempt,
     GroupAssignment,
@@ -42,5 +42,6 @@ __all__ = [
     "WhatIfInput",
     "WhatIfResult",
     "pod_sets_from_job",
+    "pod_sets_from_job_set",
     "what_if",
 ]

@@ -52,6 +52,7 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
     if blocked is None and cq is not None:
         assigner = FlavorAssigner(inp, cq)
         covers_pods = assigner.group_of("pods") is not None
+        stopped = False
         for ps in inp.pod_sets:
             requests = pod_set_requests(ps, covers_pods)
             assignments: list[GroupAssignment] = []
@@ -83,10 +84,15 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
                 assignments.append(assignment)
                 if assignment.verdict is not Verdict.FITS_NOW:
                     failures.extend(r for a in assignment.attempts for r in a.reasons)
-            if failures:
+            if failures and not stopped:
                 messages.append(
                     f"couldn't assign flavors to pod set {ps.name}: " + ", ".join(sorted(failures))
                 )
+            # Kueue's assignFlavors returns at the first pod set left without a flavor (NoFit:
+            # neither fits nor may preempt; flavorassigner.go): its message names no later one.
+            stopped = stopped or any(
+                a.verdict is not Verdict.FITS_NOW and not a.may_preempt for a in assignments
+            )
             outcomes.append(
                 PodSetOutcome(ps.name, ps.count, dict(ps.per_pod), requests, tuple(assignments))
             )

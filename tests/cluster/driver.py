@@ -164,6 +164,18 @@ class Cluster:
             )
         return result
 
+    def apply_objects(self, objects: list[dict[str, Any]]) -> None:
+        """`kubectl apply` as admin of these objects (a List on stdin)."""
+        manifest = {"apiVersion": "v1", "kind": "List", "items": objects}
+        proc = subprocess.run(
+            [str(self.kubectl_bin), "--kubeconfig", str(self.admin_kubeconfig), "apply", "-f", "-"],
+            input=json.dumps(manifest),
+            text=True,
+            capture_output=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
     def get_json(self, *args: str, user: str = "admin") -> Any:
         return json.loads(self.kubectl("get", *args, "-o", "json", user=user).stdout)
 
@@ -798,6 +810,27 @@ class _Starter:
         )
         if launches:
             self._wait_integrations(launches)
+        if self.integrations:
+            progress.step("applying the owner scenarios' queues (69-owner-queues.yaml)")
+            self._apply_file(MANIFESTS / "69-owner-queues.yaml")
+            _wait(
+                "ClusterQueue cq-owners-2cpu Active",
+                lambda: _conditions(self.cluster.get_json("clusterqueue", "cq-owners-2cpu"))
+                .get("Active", {})
+                .get("status")
+                == "True",
+                START_SECONDS,
+                self.progress,
+                self.launcher.logs / "kueue.log",
+            )
+        if "jobset" in {c.name for c in integrations.started(self.integrations)}:
+            progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
+            self._apply_file(MANIFESTS / "70-jobsets.yaml")
+            self._wait_job_set_scenarios()
+        if self.integrations:
+            progress.step("applying the pod-group scenarios (71-pod-groups.yaml)")
+            self._apply_file(MANIFESTS / "71-pod-groups.yaml")
+            self._wait_pod_group_scenarios()
         progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
         return self.cluster
 
@@ -1292,6 +1325,105 @@ class _Starter:
         self._wait_workload_condition("team-a", "high-priority-preemptor", "Admitted")
         self._wait_workload_condition("team-a", "healthy-running", "Admitted")
         self._wait_workload_condition("team-a", "waits-for-approval", "QuotaReserved")
+
+    def _wait_job_set_scenarios(self) -> None:
+        """70-jobsets.yaml: one refused quota, one admitted whose Pod kube-scheduler cannot place,
+        one Running (its child Jobs' Pods moved to Running as a kubelet would)."""
+
+        def workload_of(job_set: str) -> dict[str, Any] | None:
+            found = self.cluster.kubectl(
+                "get", "jobset", job_set, "-n", "team-a", "-o", "json", check=False
+            )
+            if found.returncode != 0:
+                return None
+            uid = json.loads(found.stdout)["metadata"]["uid"]
+            items = self.cluster.get_json(
+                "workloads", "-n", "team-a", "-l", f"kueue.x-k8s.io/job-uid={uid}"
+            )["items"]
+            return items[0] if items else None
+
+        def condition(job_set: str, type_: str, status: str) -> Callable[[], bool]:
+            def check() -> bool:
+                found = _conditions(workload_of(job_set) or {}).get(type_, {})
+                return found.get("status") == status and bool(found.get("message"))
+
+            return check
+
+        def unschedulable() -> bool:
+            pods = self.cluster.get_json(
+                "pods",
+                "-n",
+                "team-a",
+                "-l",
+                "jobset.sigs.k8s.io/jobset-name=js-admitted-but-unschedulable",
+            )["items"]
+            return any(
+                _conditions(p).get("PodScheduled", {}).get("reason") == "Unschedulable"
+                for p in pods
+            )
+
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            (
+                "js-too-big-3cpu is refused quota",
+                condition("js-too-big-3cpu", "QuotaReserved", "False"),
+            ),
+            ("js-running is admitted", condition("js-running", "Admitted", "True")),
+            ("js-admitted-but-unschedulable's Pod is Unschedulable", unschedulable),
+        ]
+        for what, check in checks:
+            _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
+        self._simulate_kubelet(
+            {
+                ("team-a", "js-running-workers-0"): "Running",
+                ("team-a", "js-running-workers-1"): "Running",
+            }
+        )
+
+    def _wait_pod_group_scenarios(self) -> None:
+        """71-pod-groups.yaml: Kueue's Workloads for the StatefulSets and the Deployment's Pods
+        (one refused quota, the others admitted), the unschedulable Pod marked so, and the Pods of
+        sts-running and deploy-serving moved to Running once bound, as a kubelet would."""
+        namespace = "team-a-serving"
+
+        def pods(app: str) -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = self.cluster.get_json(
+                "pods", "-n", namespace, "-l", f"app={app}"
+            )["items"]
+            return found
+
+        def workloads() -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = self.cluster.get_json("workloads", "-n", namespace)[
+                "items"
+            ]
+            return found
+
+        def refused() -> bool:
+            return any(
+                _conditions(w).get("QuotaReserved", {}).get("status") == "False"
+                and "sts-too-big" in w["metadata"]["name"]
+                for w in workloads()
+            )
+
+        def bound(app: str, count: int) -> Callable[[], bool]:
+            return lambda: len([p for p in pods(app) if p["spec"].get("nodeName")]) == count
+
+        def unschedulable() -> bool:
+            return any(
+                _conditions(p).get("PodScheduled", {}).get("reason") == "Unschedulable"
+                for p in pods("sts-admitted-but-unschedulable")
+            )
+
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            ("sts-too-big is refused quota", refused),
+            ("sts-admitted-but-unschedulable's Pod is Unschedulable", unschedulable),
+            ("sts-running's 2 Pods are bound", bound("sts-running", 2)),
+            ("deploy-serving's 2 Pods are bound", bound("deploy-serving", 2)),
+        ]
+        for what, check in checks:
+            _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
+        for app in ("sts-running", "deploy-serving"):
+            for pod in pods(app):
+                self._set_pod_phase(pod, "Running")
 
     def _wait_diagnosis_cases(self) -> None:
         def refused(namespace: str, name: str) -> Callable[[], bool]:

@@ -11,7 +11,8 @@ from typing import Any, Protocol
 import pytest
 
 from kueue_graphql.core.global_ids import encode_id
-from tests.cluster.driver import Cluster
+from tests.cluster.driver import Cluster, selected_integrations
+from tests.cluster.integrations import started
 from tests.service.conftest import Server
 
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
@@ -205,6 +206,52 @@ PROBES += [
 ]
 
 
+# The owners of the JobSet integration, where its controller runs (70-jobsets.yaml).
+if "jobset" in {c.name for c in started(selected_integrations())}:
+    PROBES += [
+        Probe(
+            "one jobset of team-a",
+            ("get", "jobset", "js-running", "-n", "team-a"),
+            '{ jobSet(namespace: "team-a", name: "js-running") { name } }',
+            ("jobSet",),
+        ),
+        Probe(
+            "jobsets in team-b (none)",
+            ("get", "jobset", "js-running", "-n", "team-b"),
+            '{ jobSet(namespace: "team-b", name: "js-running") { name } }',
+            ("jobSet",),
+        ),
+        Probe(
+            "a jobset's pods",
+            ("get", "pods", "-n", "team-a", "-l", "jobset.sigs.k8s.io/jobset-name=js-running"),
+            '{ jobSet(namespace: "team-a", name: "js-running") { pods { name } } }',
+            ("jobSet", "pods"),
+        ),
+        Probe(
+            "a jobset's jobs",
+            ("get", "jobs", "-n", "team-a", "-l", "jobset.sigs.k8s.io/jobset-name=js-running"),
+            '{ jobSet(namespace: "team-a", name: "js-running") '
+            "{ replicatedJobs { jobs { name } } } }",
+            ("jobSet", "replicatedJobs"),
+        ),
+        by_global_id(
+            ("get", "jobset", "js-running", "-n", "team-a"), "JobSet", "team-a", "js-running"
+        ),
+    ]
+
+# Kueue's Pod-based integrations (71-pod-groups.yaml), on whenever any controller is.
+if selected_integrations():
+    PROBES += [
+        Probe(
+            "a statefulset's pods",
+            ("get", "pods", "-n", "team-a-serving", "-l", "app=sts-running"),
+            '{ workloadFor(namespace: "team-a-serving", kind: "StatefulSet", '
+            'name: "sts-running") { owner { pods { name } } } }',
+            ("workloadFor", "owner", "pods"),
+        ),
+    ]
+
+
 def kubectl_view(
     cluster: Cluster, user: str, probe: Probe, kubeconfig: Path | None = None
 ) -> tuple[bool, set[str]]:
@@ -237,6 +284,9 @@ def service_view(body: dict[str, Any], probe: Probe) -> tuple[bool, set[str]]:
     assert answer is not None
     if isinstance(answer, dict) and "nodes" in answer:
         return True, {node["name"] for node in answer["nodes"]}
+    if isinstance(answer, list):  # a JobSet's Pods, or its replicated jobs' Jobs
+        named = {o["name"] for o in answer if "name" in o}
+        return True, named | {j["name"] for o in answer for j in o.get("jobs") or []}
     return True, {answer["name"]}
 
 

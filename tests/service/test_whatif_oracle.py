@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -585,22 +584,7 @@ async def decision(cluster: Cluster, job: str, cq: dict[str, Any] | None) -> Dec
 
 
 def _apply(cluster: Cluster, objects: list[dict[str, Any]]) -> None:
-    manifest = {"apiVersion": "v1", "kind": "List", "items": objects}
-    proc = subprocess.run(
-        [
-            str(cluster.kubectl_bin),
-            "--kubeconfig",
-            str(cluster.admin_kubeconfig),
-            "apply",
-            "-f",
-            "-",
-        ],
-        input=json.dumps(manifest),
-        text=True,
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    cluster.apply_objects(objects)
 
 
 def _remove_jobs(cluster: Cluster) -> None:

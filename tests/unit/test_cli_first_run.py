@@ -169,6 +169,14 @@ def test_every_flag_has_help_showing_its_default(command: str) -> None:
         ("team-a/big", None, "job", ("team-a", "Job", "big")),
         ("team-a/w", None, "WORKLOAD", ("team-a", "Workload", "w")),
         ("big", None, None, ("ctx-ns", "Job", "big")),
+        ("jobset/train", None, None, ("ctx-ns", "JobSet", "train")),
+        ("JobSet/train", "team-a", None, ("team-a", "JobSet", "train")),
+        ("jobsets.jobset.x-k8s.io/train", None, None, ("ctx-ns", "JobSet", "train")),
+        ("sts/web", None, None, ("ctx-ns", "StatefulSet", "web")),
+        ("po/web-0", "team-a", None, ("team-a", "Pod", "web-0")),
+        ("team-a/train", None, "jobset", ("team-a", "JobSet", "train")),
+        # kubectl knows no short name `js` for JobSet: a namespace, as any other word.
+        ("js/train", None, None, ("js", "Job", "train")),
     ],
 )
 def test_targets_as_kubectl_users_type_them(

@@ -64,11 +64,15 @@ tests/chart checks that this list and the service's agree.
   resources: [localqueues/pendingworkloads]
 - apiGroups: [batch]
   resources: [jobs]
+# The other owners of Workloads the service follows to their Pods (kube/resources.py OWNER_KINDS).
+- apiGroups: [jobset.x-k8s.io]
+  resources: [jobsets]
 - apiGroups: [""]
   resources: [pods, events, nodes, namespaces]
-# Kueue's manager Deployment, read for Diagnosis.kueueVersion (the caller's own access decides).
+# Kueue's manager Deployment, read for Diagnosis.kueueVersion (the caller's own access decides);
+# StatefulSets, owners of pod-group Workloads.
 - apiGroups: [apps]
-  resources: [deployments]
+  resources: [deployments, statefulsets]
 # PriorityClasses, read for whatIf's priorityClass when no WorkloadPriorityClass has the name.
 - apiGroups: [scheduling.k8s.io]
   resources: [priorityclasses]

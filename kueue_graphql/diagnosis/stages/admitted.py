@@ -12,16 +12,23 @@ from kueue_graphql.diagnosis.evidence import (
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
 from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
 from kueue_graphql.diagnosis.report import build, owner_from_workload
-from kueue_graphql.kueue.model import ObjectRef, Reason, ReasonSource
+from kueue_graphql.kueue.model import KubeObject, ObjectRef, Reason, ReasonSource
 from kueue_graphql.kueue.objects import (
     condition_true,
     dig,
+    items,
     ref,
     text,
 )
+from kueue_graphql.kueue.owners import owner_facts
+from kueue_graphql.kueue.topology import SCHEDULING_GATE
 from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["admitted"]
+
+
+def _topology_gated(pod: KubeObject) -> bool:
+    return any(g.get("name") == SCHEDULING_GATE for g in items(pod, "spec", "schedulingGates"))
 
 
 def admitted(ctx: Context) -> Diagnosis:
@@ -39,11 +46,14 @@ def admitted(ctx: Context) -> Diagnosis:
         stage = Stage.RUNNING if ready else Stage.ADMITTED_PODS_PENDING
         return build(ctx, stage, Layer.RUNTIME, reason.message, None, [reason, *base], quota)
     if not ctx.pods:
+        owner = owner_from_workload(ctx.workload)
+        facts = owner_facts(owner.kind) if owner is not None else None
         suspended = dig(ctx.owner, "spec", "suspend") is True
         if suspended:
+            what = f"{owner.kind} {owner.name}" if owner is not None else "the owner"
             reason = Reason(
                 Code.OWNER_STILL_SUSPENDED,
-                "admitted, but Kueue has not unsuspended the owner yet",
+                f"admitted, but Kueue has not unsuspended {what} yet (spec.suspend is true)",
                 ReasonSource.OBJECT,
                 object=ref(ctx.owner) if ctx.owner is not None else None,
             )
@@ -56,21 +66,45 @@ def admitted(ctx: Context) -> Diagnosis:
                 [reason, *base],
                 quota,
             )
-        reason = Reason(
-            Code.NO_PODS_YET,
-            "admitted, but the owner's controller has not created Pods yet",
-            ReasonSource.OBJECT,
-        )
+        message = "admitted, but the owner's controller has not created Pods yet"
+        if owner is not None and facts is not None:
+            message = (
+                f"admitted, but no Pod of {owner.kind} {owner.name} exists yet: "
+                f"{facts.pods_created_by} has not created them"
+            )
+        reason = Reason(Code.NO_PODS_YET, message, ReasonSource.OBJECT, object=owner)
         return build(
             ctx,
             Stage.ADMITTED_PODS_PENDING,
             Layer.RUNTIME,
             reason.message,
-            owner_from_workload(ctx.workload),
+            owner,
             [reason, *base],
             quota,
         )
     pending = [p for p in ctx.pods if text(p, "status", "phase") in (None, "Pending")]
+    gated = [p for p in pending if _topology_gated(p)]
+    if gated:
+        # Kueue's TAS ungater (pkg/controller/tas/topology_ungater.go) lifts the gate once it
+        # has set the Pod's node selector to its domain: until then kube-scheduler waits.
+        pod = ref(gated[0], "Pod")
+        reason = Reason(
+            Code.TOPOLOGY_GATED,
+            f"admitted by Kueue; {len(gated)} Pod(s) such as {pod.name} still carry Kueue's "
+            f"scheduling gate {SCHEDULING_GATE}: Kueue lifts it, with the node selector of the "
+            "topology domain it assigned, before kube-scheduler may place the Pod",
+            ReasonSource.OBJECT,
+            object=pod,
+        )
+        return build(
+            ctx,
+            Stage.ADMITTED_PODS_PENDING,
+            Layer.KUEUE,
+            reason.message,
+            pod,
+            [reason, *base],
+            quota,
+        )
     problems = [pod_problem(p, ctx.events, ctx.nodes) for p in pending]
     unscheduled = [pr for p, pr in zip(pending, problems, strict=True) if is_unscheduled(p)]
     if unscheduled:

@@ -4,6 +4,8 @@ does not manage (no queue name), or one Kueue has not made a Workload for yet.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from kueue_graphql.diagnosis.blocking import blocking_for
 from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.diagnosis.evidence import (
@@ -12,7 +14,7 @@ from kueue_graphql.diagnosis.evidence import (
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, PodSchedulingProblem, Stage
 from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
 from kueue_graphql.diagnosis.report import build
-from kueue_graphql.kueue.model import Forbidden, Reason, ReasonSource
+from kueue_graphql.kueue.model import Forbidden, Number, Reason, ReasonSource
 from kueue_graphql.kueue.objects import (
     QUEUE_NAME_LABEL,
     dig,
@@ -21,6 +23,11 @@ from kueue_graphql.kueue.objects import (
     ref,
     text,
     uid,
+)
+from kueue_graphql.kueue.owners import (
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
+    group_total_count,
+    pod_group_name,
 )
 from kueue_graphql.kueue.vocabulary import Code
 
@@ -62,6 +69,31 @@ def without_workload(ctx: Context) -> Diagnosis:
             object=owner_ref,
         )
         return build(ctx, Stage.NOT_MANAGED, layer, reason.message, None, [reason], pods=problems)
+    group = pod_group_name(ctx.owner)
+    total = group_total_count(ctx.pods) if group else None
+    if group and total is not None:
+        present = len(ctx.pods)
+        incomplete = Reason(
+            Code.POD_GROUP_INCOMPLETE,
+            f"Kueue waits for all {total} Pods of pod group {group} "
+            f"({POD_GROUP_TOTAL_COUNT_ANNOTATION}) before it creates the group's Workload: "
+            f"{present} of {total} exist",
+            ReasonSource.OBJECT,
+            object=owner_ref,
+            numbers=(
+                Number("podsInGroup", Decimal(present), str(present)),
+                Number("groupTotalCount", Decimal(total), str(total)),
+            ),
+        )
+        if present < total:
+            return build(
+                ctx,
+                Stage.NO_WORKLOAD_YET,
+                Layer.KUEUE,
+                incomplete.message,
+                owner_ref,
+                [incomplete, *queue_object_reasons(ctx)],
+            )
     reasons = [
         Reason(
             Code.NO_WORKLOAD,

@@ -20,6 +20,7 @@ from kueue_graphql.diagnosis.quota_prose import (
 )
 from kueue_graphql.diagnosis.report import build
 from kueue_graphql.diagnosis.staleness import earlier_summary
+from kueue_graphql.diagnosis.topology import topology_fits, topology_summary
 from kueue_graphql.kueue.model import Reason, ReasonSource
 from kueue_graphql.kueue.podsets import workload_needs
 from kueue_graphql.kueue.vocabulary import Code
@@ -52,9 +53,20 @@ def waiting_for_quota(ctx: Context) -> Diagnosis:
             )
         )
     blocking = blocking_for(ctx, reasons, quota) or ctx.cq_ref() or ctx.lq_ref()
-    summary = quota_summary(ctx, reasons, quota) + earlier_summary(earlier)
+    placements = topology_fits(ctx, reasons)
+    first = quota_summary(ctx, reasons, quota)
+    if placements and reasons[0].code == Code.TOPOLOGY_PLACEMENT_FAILED:
+        first = topology_summary(placements[0])
+    summary = first + earlier_summary(earlier)
     return build(
-        ctx, Stage.WAITING_FOR_QUOTA_RESERVATION, Layer.KUEUE, summary, blocking, reasons, quota
+        ctx,
+        Stage.WAITING_FOR_QUOTA_RESERVATION,
+        Layer.KUEUE,
+        summary,
+        blocking,
+        reasons,
+        quota,
+        topology=placements,
     )
 
 
