@@ -3,6 +3,7 @@ ServiceAccount the way a pod runs it (in-cluster configuration)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from tests.cluster.driver import Cluster
 from tests.cluster.progress import Progress
 from tests.http_limits import SERVER_CLIENT_LIMITS
 from tests.service.conftest import free_ports
+from tests.teardown import remove_namespace
 from tests.waiting import READY_SECONDS, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,13 +74,32 @@ class Release:
     service_account: str
 
 
-@pytest.fixture(scope="session")
-def release(helm: Path, cluster: Cluster) -> Release:
-    """`helm install` of the chart (left installed: the next run upgrades it in place)."""
-    if cluster.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0:
-        cluster.kubectl("create", "namespace", NAMESPACE)
-    run_helm(helm, cluster, "upgrade", "--install", RELEASE, str(CHART), "--namespace", NAMESPACE)
-    return Release(NAMESPACE, SERVICE_ACCOUNT)
+@contextlib.contextmanager
+def _install(
+    helm: Path, cluster: Cluster, name: str, namespace: str, *values: str
+) -> Iterator[None]:
+    """`helm upgrade --install` of the chart into `namespace`; when the chart tests end, the
+    release is uninstalled and its namespace removed, waited until gone. Its Pods, bound by
+    kube-scheduler to the scenarios' Node (no kubelet runs them), hold CPU requests there that
+    later modules' Pods need: a 2-cpu Job in tests/service/test_subscriptions.py found 1.8 cpu
+    free and never bound while the releases stayed installed for the whole run."""
+    if cluster.kubectl("get", "namespace", namespace, check=False).returncode != 0:
+        cluster.kubectl("create", "namespace", namespace)
+    run_helm(helm, cluster, "upgrade", "--install", name, str(CHART), "--namespace", namespace,
+             *values)  # fmt: skip
+    try:
+        yield
+    finally:
+        run_helm(helm, cluster, "uninstall", name, "--namespace", namespace, "--wait",
+                 check=False)  # fmt: skip
+        remove_namespace(cluster, namespace)
+
+
+@pytest.fixture(scope="package")
+def release(helm: Path, cluster: Cluster) -> Iterator[Release]:
+    """The chart installed with its defaults, for the chart tests (removed after them)."""
+    with _install(helm, cluster, RELEASE, NAMESPACE):
+        yield Release(NAMESPACE, SERVICE_ACCOUNT)
 
 
 def token_kubeconfig(cluster: Cluster, token: str, directory: Path, name: str) -> Path:
@@ -206,27 +227,14 @@ CACHE_NAMESPACE = "kueue-graphql-chart-cache"
 CACHE_RELEASE = "kgc"
 
 
-@pytest.fixture(scope="session")
-def cache_release(helm: Path, cluster: Cluster) -> Release:
-    """`helm install` of the chart with `readMode: cache` (left installed, like `release`)."""
-    if cluster.kubectl("get", "namespace", CACHE_NAMESPACE, check=False).returncode != 0:
-        cluster.kubectl("create", "namespace", CACHE_NAMESPACE)
-    run_helm(
-        helm,
-        cluster,
-        "upgrade",
-        "--install",
-        CACHE_RELEASE,
-        str(CHART),
-        "--namespace",
-        CACHE_NAMESPACE,
-        "--set",
-        "readMode=cache",
-    )
-    return Release(CACHE_NAMESPACE, f"{CACHE_RELEASE}-kueue-graphql")
+@pytest.fixture(scope="package")
+def cache_release(helm: Path, cluster: Cluster) -> Iterator[Release]:
+    """The chart with `readMode: cache` (removed after the chart tests, like `release`)."""
+    with _install(helm, cluster, CACHE_RELEASE, CACHE_NAMESPACE, "--set", "readMode=cache"):
+        yield Release(CACHE_NAMESPACE, f"{CACHE_RELEASE}-kueue-graphql")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chart_cache_server(
     cluster: Cluster, cache_release: Release, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[InClusterServer]:
@@ -247,7 +255,7 @@ def chart_cache_server(
         stop(server)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chart_server(
     cluster: Cluster, release: Release, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[InClusterServer]:

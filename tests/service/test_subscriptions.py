@@ -227,7 +227,12 @@ def set_pod_running(cluster: Cluster, namespace: str, job: str) -> None:
         ]
         if bound:
             break
-        assert time.monotonic() < deadline, "the Pod was never bound to a Node"
+        assert time.monotonic() < deadline, "the Pod was never bound to a Node: " + "; ".join(
+            f"{p['metadata']['name']}: {c.get('message', '')}"
+            for p in pods
+            for c in p.get("status", {}).get("conditions", [])
+            if c.get("type") == "PodScheduled"
+        )
         time.sleep(0.5)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for pod in bound:

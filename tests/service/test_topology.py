@@ -27,7 +27,7 @@ from tests.service import topology_setting as setting
 from tests.service.conftest import Server
 from tests.waiting import SETTLE_SECONDS, wait_until
 
-pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
+pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes, pytest.mark.changes_nodes]
 
 POD_CPU = 2
 SLICE = 2
