@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from tests.cluster import build, integrations, pki
+from tests.cluster import build, integrations, multikueue, pki
 from tests.cluster.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
@@ -439,8 +439,30 @@ def selected_integrations() -> tuple[integrations.Controller, ...]:
         raise ClusterError(str(error)) from None
 
 
+def multikueue_enabled() -> bool:
+    """Whether KGQL_MULTIKUEUE=1 asks for MultiKueue worker control planes (off by default)."""
+    try:
+        return multikueue.enabled(os.environ.get(multikueue.SWITCH))
+    except ValueError as error:
+        raise ClusterError(str(error)) from None
+
+
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in obj.get("status", {}).get("conditions", []) or []}
+
+
+@dataclass(frozen=True)
+class _Plane:
+    """What a started kube-apiserver (with etcd, controller-manager, scheduler) leaves to the
+    steps after it: its ports, URL and CA, and what Kueue is started with."""
+
+    ports: dict[str, int]
+    api_url: str
+    ca: pki.CertificateAuthority
+    bin_dir: Path
+    kueue_kubeconfig: Path
+    kueue_certs: Path
+    apiserver: subprocess.Popen[bytes]
 
 
 class _Starter:
@@ -450,6 +472,8 @@ class _Starter:
         self.launcher = _Launcher(state_dir, tie_to_parent)
         self.cluster = Cluster(state_dir)
         self.integrations = selected_integrations()
+        self.users: dict[str, tuple[str, ...]] = USERS
+        self.multikueue = multikueue_enabled()
 
     def run(self) -> Cluster:
         progress = self.progress
@@ -462,6 +486,123 @@ class _Starter:
             progress.step("building (or reusing) the controllers of Kueue's other integrations")
         controller_bins = integrations.ensure_built(self.integrations, progress)
 
+        plane = self._start_plane(kube_bin, kueue_bin)
+        ports, ca, api_url = plane.ports, plane.ca, plane.api_url
+
+        launches = (
+            self._install_integrations(controller_bins, ports, ca, plane.apiserver)
+            if self.integrations
+            else []
+        )
+
+        progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
+        self._install_kueue(plane, kueue_dir, MANIFESTS / "10-tenancy.yaml")
+
+        progress.step("starting the Kueue manager")
+        self._start_kueue(plane)
+        kueue_log = self.launcher.logs / "kueue.log"
+
+        if launches:
+            self._start_integrations(launches)
+
+        progress.step(
+            "registering Kueue's visibility API (APIService -> ExternalName -> 127.0.0.1)"
+        )
+        self._apply_documents("kueue-visibility", self._visibility_api(ports, ca.pem))
+
+        progress.step("applying Nodes, flavors, cohorts and queues")
+        self._apply_file(MANIFESTS / "20-nodes.yaml")
+        self._mark_nodes_ready()
+        self._apply_file(MANIFESTS / "30-kueue-queues.yaml")
+        self._report_admission_check_active("manual-approval")
+        self._wait_default_service_accounts(("team-a", "team-b"))
+        self._wait_queues_active()
+
+        progress.step("applying scenario Jobs and waiting for Kueue and the scheduler to act")
+        self._apply_file(MANIFESTS / "40-jobs.yaml")
+        self._wait_workload_condition("team-a", "borrows-one-cpu", "Admitted")
+        self._wait_workload_condition("team-a", "low-priority-victim", "Admitted")
+        self._simulate_kubelet()
+        self._apply_file(MANIFESTS / "50-jobs-after-admission.yaml")
+        self._deactivate_workload("team-a", "deactivated-by-admin")
+        self._wait_evicted_and_released("team-a", "low-priority-victim")
+        self._simulate_kubelet({("team-a", "high-priority-preemptor"): "Running"})
+        self._wait_scenarios_settled()
+        # Inactive ClusterQueues on purpose: applied once the others were waited Active.
+        self._apply_file(MANIFESTS / "60-diagnosis-cases.yaml")
+        self._wait_diagnosis_cases()
+        _wait(
+            "visibility API (pending workloads of cq-small-2cpu)",
+            lambda: self.cluster.kubectl(
+                "get",
+                "--raw",
+                "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq-small-2cpu/pendingworkloads",
+                check=False,
+            ).returncode
+            == 0,
+            START_SECONDS,
+            progress,
+            kueue_log,
+        )
+
+        progress.step("writing the kueue-graphql server's ServiceAccount kubeconfig")
+        namespace, name = SERVER_SERVICE_ACCOUNT
+        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
+        _kubeconfig(
+            self.cluster.server_kubeconfig, api_url, ca.pem, f"{namespace}:{name}", {"token": token}
+        )
+        _wait(
+            "the aggregated ClusterRole kueue-graphql-aggregated-reader to be filled",
+            lambda: len(
+                self.cluster.get_json("clusterrole", "kueue-graphql-aggregated-reader").get("rules")
+                or []
+            )
+            >= 2,
+            START_SECONDS,
+            progress,
+            None,
+        )
+        namespace, name = CACHE_SERVER_SERVICE_ACCOUNT
+        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
+        _kubeconfig(
+            self.cluster.cache_server_kubeconfig,
+            api_url,
+            ca.pem,
+            f"{namespace}:{name}",
+            {"token": token},
+        )
+        if launches:
+            self._wait_integrations(launches)
+        if self.integrations:
+            progress.step("applying the owner scenarios' queues (69-owner-queues.yaml)")
+            self._apply_file(MANIFESTS / "69-owner-queues.yaml")
+            _wait(
+                "ClusterQueue cq-owners-2cpu Active",
+                lambda: _conditions(self.cluster.get_json("clusterqueue", "cq-owners-2cpu"))
+                .get("Active", {})
+                .get("status")
+                == "True",
+                START_SECONDS,
+                self.progress,
+                self.launcher.logs / "kueue.log",
+            )
+        if "jobset" in {c.name for c in integrations.started(self.integrations)}:
+            progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
+            self._apply_file(MANIFESTS / "70-jobsets.yaml")
+            self._wait_job_set_scenarios()
+        if self.integrations:
+            progress.step("applying the pod-group scenarios (71-pod-groups.yaml)")
+            self._apply_file(MANIFESTS / "71-pod-groups.yaml")
+            self._wait_pod_group_scenarios()
+        if self.multikueue:
+            self._start_multikueue(ca.pem)
+        progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
+        return self.cluster
+
+    def _start_plane(
+        self, kube_bin: Path, kueue_bin: Path, extra_ports: tuple[str, ...] = ()
+    ) -> _Plane:
+        """Ports, PKI, users, etcd, kube-apiserver (ready), controller-manager and scheduler."""
         bin_dir = self.state / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
         # Symlinks named after each component: kcp dispatches on its own name.
@@ -483,11 +624,13 @@ class _Starter:
                 "kueue-health",
                 "kueue-visibility",
                 *integrations.port_names(self.integrations),
+                *extra_ports,
             )
         }
         (self.state / "ports.json").write_text(json.dumps(ports, indent=1))
         api_url = f"https://127.0.0.1:{ports['apiserver']}"
 
+        progress = self.progress
         progress.step("generating certificates, keys and user tokens")
         pki_dir = self.state / "pki"
         pki_dir.mkdir()
@@ -533,7 +676,7 @@ class _Starter:
         users_dir = self.state / "users"
         users_dir.mkdir()
         token_lines = []
-        for index, (user, groups) in enumerate(USERS.items()):
+        for index, (user, groups) in enumerate(self.users.items()):
             token = secrets.token_urlsafe(32)
             (users_dir / f"{user}.token").write_text(token + "\n")
             (users_dir / f"{user}.token").chmod(0o600)
@@ -664,24 +807,23 @@ class _Starter:
                 "--leader-elect=false",
             ],
         )
+        return _Plane(ports, api_url, ca, bin_dir, kueue_kubeconfig, kueue_certs, apiserver)
 
-        launches = (
-            self._install_integrations(controller_bins, ports, ca, apiserver)
-            if self.integrations
-            else []
-        )
-
-        progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
-        crds = _crds(kueue_dir, ports["kueue-webhook"], ca.pem)
+    def _install_kueue(self, plane: _Plane, kueue_dir: Path, before_webhooks: Path) -> None:
+        """Kueue's CRDs (Established), the manifest `before_webhooks`, then Kueue's webhooks."""
+        crds = _crds(kueue_dir, plane.ports["kueue-webhook"], plane.ca.pem)
         self._apply_documents("kueue-crds", crds)
-        self._wait_crds_established([crd["metadata"]["name"] for crd in crds], apiserver)
-        self._apply_file(MANIFESTS / "10-tenancy.yaml")
+        self._wait_crds_established([crd["metadata"]["name"] for crd in crds], plane.apiserver)
+        self._apply_file(before_webhooks)
         self._apply_documents(
             "kueue-webhooks",
-            _webhook_configurations(kueue_dir, ports["kueue-webhook"], ca.pem, self.integrations),
+            _webhook_configurations(
+                kueue_dir, plane.ports["kueue-webhook"], plane.ca.pem, self.integrations
+            ),
         )
 
-        progress.step("starting the Kueue manager")
+    def _start_kueue(self, plane: _Plane) -> subprocess.Popen[bytes]:
+        """The Kueue manager, waited until ready and its webhooks answer."""
         kueue_config = self.state / "kueue" / "config.yaml"
         kueue_config.write_text(
             yaml.safe_dump(
@@ -689,12 +831,14 @@ class _Starter:
                     "apiVersion": "config.kueue.x-k8s.io/v1beta2",
                     "kind": "Configuration",
                     "namespace": "kueue-system",
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{ports['kueue-health']}"},
-                    "metrics": {"bindAddress": f"127.0.0.1:{ports['kueue-metrics']}"},
+                    "health": {
+                        "healthProbeBindAddress": f"127.0.0.1:{plane.ports['kueue-health']}"
+                    },
+                    "metrics": {"bindAddress": f"127.0.0.1:{plane.ports['kueue-metrics']}"},
                     "webhook": {
-                        "port": ports["kueue-webhook"],
+                        "port": plane.ports["kueue-webhook"],
                         "host": "127.0.0.1",
-                        "certDir": str(kueue_certs / "webhook"),
+                        "certDir": str(plane.kueue_certs / "webhook"),
                     },
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
@@ -702,23 +846,24 @@ class _Starter:
                     **integrations.kueue_configuration(self.integrations),
                     "visibilityServer": {
                         "bindAddress": "127.0.0.1",
-                        "bindPort": ports["kueue-visibility"],
+                        "bindPort": plane.ports["kueue-visibility"],
                     },
                 }
             )
         )
         kueue_log = self.launcher.logs / "kueue.log"
         kueue = self.launcher.start(
-            "kueue", self._kueue_argv(bin_dir, kueue_config, kueue_kubeconfig, ports)
+            "kueue",
+            self._kueue_argv(plane.bin_dir, kueue_config, plane.kueue_kubeconfig, plane.ports),
         )
         _wait(
             "Kueue readyz",
             lambda: urllib.request.urlopen(
-                f"http://127.0.0.1:{ports['kueue-health']}/readyz", timeout=3
+                f"http://127.0.0.1:{plane.ports['kueue-health']}/readyz", timeout=3
             ).status
             == 200,
             START_SECONDS,
-            progress,
+            self.progress,
             kueue_log,
             kueue,
         )
@@ -734,105 +879,11 @@ class _Starter:
             "Kueue webhooks to answer (server-side dry run)",
             lambda: self._kubectl_stdin(["create", "--dry-run=server", "-f", "-"], probe),
             START_SECONDS,
-            progress,
+            self.progress,
             kueue_log,
             kueue,
         )
-
-        if launches:
-            self._start_integrations(launches)
-
-        progress.step(
-            "registering Kueue's visibility API (APIService -> ExternalName -> 127.0.0.1)"
-        )
-        self._apply_documents("kueue-visibility", self._visibility_api(ports, ca.pem))
-
-        progress.step("applying Nodes, flavors, cohorts and queues")
-        self._apply_file(MANIFESTS / "20-nodes.yaml")
-        self._mark_nodes_ready()
-        self._apply_file(MANIFESTS / "30-kueue-queues.yaml")
-        self._report_admission_check_active("manual-approval")
-        self._wait_default_service_accounts(("team-a", "team-b"))
-        self._wait_queues_active()
-
-        progress.step("applying scenario Jobs and waiting for Kueue and the scheduler to act")
-        self._apply_file(MANIFESTS / "40-jobs.yaml")
-        self._wait_workload_condition("team-a", "borrows-one-cpu", "Admitted")
-        self._wait_workload_condition("team-a", "low-priority-victim", "Admitted")
-        self._simulate_kubelet()
-        self._apply_file(MANIFESTS / "50-jobs-after-admission.yaml")
-        self._deactivate_workload("team-a", "deactivated-by-admin")
-        self._wait_evicted_and_released("team-a", "low-priority-victim")
-        self._simulate_kubelet({("team-a", "high-priority-preemptor"): "Running"})
-        self._wait_scenarios_settled()
-        # Inactive ClusterQueues on purpose: applied once the others were waited Active.
-        self._apply_file(MANIFESTS / "60-diagnosis-cases.yaml")
-        self._wait_diagnosis_cases()
-        _wait(
-            "visibility API (pending workloads of cq-small-2cpu)",
-            lambda: self.cluster.kubectl(
-                "get",
-                "--raw",
-                "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq-small-2cpu/pendingworkloads",
-                check=False,
-            ).returncode
-            == 0,
-            START_SECONDS,
-            progress,
-            kueue_log,
-        )
-
-        progress.step("writing the kueue-graphql server's ServiceAccount kubeconfig")
-        namespace, name = SERVER_SERVICE_ACCOUNT
-        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
-        _kubeconfig(
-            self.cluster.server_kubeconfig, api_url, ca.pem, f"{namespace}:{name}", {"token": token}
-        )
-        _wait(
-            "the aggregated ClusterRole kueue-graphql-aggregated-reader to be filled",
-            lambda: len(
-                self.cluster.get_json("clusterrole", "kueue-graphql-aggregated-reader").get("rules")
-                or []
-            )
-            >= 2,
-            START_SECONDS,
-            progress,
-            None,
-        )
-        namespace, name = CACHE_SERVER_SERVICE_ACCOUNT
-        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
-        _kubeconfig(
-            self.cluster.cache_server_kubeconfig,
-            api_url,
-            ca.pem,
-            f"{namespace}:{name}",
-            {"token": token},
-        )
-        if launches:
-            self._wait_integrations(launches)
-        if self.integrations:
-            progress.step("applying the owner scenarios' queues (69-owner-queues.yaml)")
-            self._apply_file(MANIFESTS / "69-owner-queues.yaml")
-            _wait(
-                "ClusterQueue cq-owners-2cpu Active",
-                lambda: _conditions(self.cluster.get_json("clusterqueue", "cq-owners-2cpu"))
-                .get("Active", {})
-                .get("status")
-                == "True",
-                START_SECONDS,
-                self.progress,
-                self.launcher.logs / "kueue.log",
-            )
-        if "jobset" in {c.name for c in integrations.started(self.integrations)}:
-            progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
-            self._apply_file(MANIFESTS / "70-jobsets.yaml")
-            self._wait_job_set_scenarios()
-        if self.integrations:
-            progress.step("applying the pod-group scenarios (71-pod-groups.yaml)")
-            self._apply_file(MANIFESTS / "71-pod-groups.yaml")
-            self._wait_pod_group_scenarios()
-        progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
-        return self.cluster
+        return kueue
 
     def _kueue_argv(
         self, bin_dir: Path, config: Path, kubeconfig: Path, ports: dict[str, int]
@@ -1453,6 +1504,195 @@ class _Starter:
         for what, check in checks:
             _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
 
+    # -- MultiKueue (tests/cluster/multikueue.py, opt-in) -----------------------------------------
+
+    def _start_multikueue(self, ca_pem: bytes) -> None:
+        """The worker control planes, then the manager's MultiKueue objects and scenario Jobs;
+        prints each worker's start time and memory."""
+        workers: dict[str, _WorkerStarter] = {}
+        seconds: dict[str, float] = {}
+        for name in multikueue.WORKERS:
+            self.progress.step(f"starting MultiKueue worker {name} ({multikueue.SWITCH}=1)")
+            started = time.monotonic()
+            workers[name] = _WorkerStarter(
+                self.state / name,
+                Progress(name),
+                self.launcher.tie_to_parent,
+                self.integrations,
+            )
+            workers[name].run()
+            seconds[name] = time.monotonic() - started
+
+        self.progress.step("giving the manager's Kueue the workers (Secrets, MultiKueueClusters)")
+        namespace, account = multikueue.KUEUE_SERVICE_ACCOUNT
+        secrets = [
+            multikueue.kubeconfig_secret(
+                name,
+                multikueue.kubeconfig_document(
+                    worker.cluster.api_url,
+                    worker.cluster.ca_file.read_bytes(),
+                    f"{namespace}:{account}",
+                    worker.cluster.service_account_token(namespace, account, 48 * 3600),
+                ),
+            )
+            for name, worker in workers.items()
+        ]
+        # Nothing listens on a port just freed: the connection is refused at once.
+        closed = f"https://127.0.0.1:{_free_port()}"
+        secrets.append(
+            multikueue.kubeconfig_secret(
+                multikueue.UNREACHABLE,
+                multikueue.kubeconfig_document(closed, ca_pem, "nobody", "not-a-token"),
+            )
+        )
+        # On stdin: the tokens are written nowhere but the Secrets.
+        list_document = json.dumps({"apiVersion": "v1", "kind": "List", "items": secrets})
+        if not self._kubectl_stdin(["apply", "-f", "-"], list_document):
+            raise ClusterError("applying the MultiKueue kubeconfig Secrets failed")
+        self._apply_file(MANIFESTS / "80-multikueue.yaml")
+        kueue_log = self.launcher.logs / "kueue.log"
+        for name in workers:
+            self._wait_condition("multikueuecluster", name, "Active", "True", kueue_log)
+        self._wait_condition(
+            "multikueuecluster", multikueue.UNREACHABLE, "Active", "False", kueue_log
+        )
+        self._wait_condition("clusterqueue", "cq-multikueue", "Active", "True", kueue_log)
+
+        self.progress.step("applying the MultiKueue scenario Jobs (81-*, 82-*)")
+        worker = workers[multikueue.WORKERS[0]]
+        self._apply_file(MANIFESTS / "81-multikueue-dispatched.yaml")
+        self._wait_workload_condition("team-a", "mk-dispatched", "Admitted")
+        worker._simulate_kubelet({("team-a", "mk-dispatched"): "Running"})
+        self._apply_file(MANIFESTS / "82-multikueue-waiting.yaml")
+
+        def remote_refused(job: str) -> Callable[[], bool]:
+            def check() -> bool:
+                local = self._workload_of("team-a", job)
+                if local is None:
+                    return False
+                found = worker.cluster.kubectl(
+                    "get",
+                    "workload",
+                    local["metadata"]["name"],
+                    "-n",
+                    "team-a",
+                    "-o",
+                    "json",
+                    check=False,
+                )
+                if found.returncode != 0:
+                    return False
+                condition = _conditions(json.loads(found.stdout)).get("QuotaReserved", {})
+                return condition.get("status") == "False" and bool(condition.get("message"))
+
+            return check
+
+        def local_refused(job: str) -> Callable[[], bool]:
+            def check() -> bool:
+                condition = _conditions(self._workload_of("team-a", job) or {}).get(
+                    "QuotaReserved", {}
+                )
+                return condition.get("status") == "False" and bool(condition.get("message"))
+
+            return check
+
+        checks: list[tuple[str, Callable[[], bool]]] = [
+            (
+                "mk-waits-for-quota waits for quota on worker-1",
+                remote_refused("mk-waits-for-quota"),
+            ),
+            ("mk-too-big is refused quota on worker-1", remote_refused("mk-too-big")),
+            ("mk-unreachable waits on the manager", local_refused("mk-unreachable")),
+        ]
+        for what, check in checks:
+            _wait(what, check, START_SECONDS, self.progress, kueue_log)
+        self._report_workers(seconds)
+
+    def _report_workers(self, seconds: dict[str, float]) -> None:
+        manager = multikueue.rss_by_process(self.state)
+        self.progress.note(f"manager: RSS {sum(manager.values()):.0f} MiB")
+        for name, took in seconds.items():
+            rss = multikueue.rss_by_process(self.state / name)
+            parts = ", ".join(f"{process} {mib:.0f}" for process, mib in rss.items())
+            self.progress.note(
+                f"MultiKueue {name}: started in {took:.0f}s, RSS {sum(rss.values()):.0f} MiB "
+                f"({parts})"
+            )
+
+    def _wait_condition(
+        self, kind: str, name: str, condition: str, status: str, log: Path | None
+    ) -> None:
+        _wait(
+            f"{kind} {name} {condition}={status}",
+            lambda: _conditions(self.cluster.get_json(kind, name)).get(condition, {}).get("status")
+            == status,
+            START_SECONDS,
+            self.progress,
+            log,
+        )
+
+
+class _WorkerStarter(_Starter):
+    """A MultiKueue worker (KGQL_MULTIKUEUE=1): the same binaries as the manager, in a state
+    directory of its own under the manager's; admin is its only static user. Its Kueue manages
+    batch/Job; the kinds of the manager's other integrations get only their CRDs here, since the
+    manager's Kueue watches them on every worker."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        progress: Progress,
+        tie_to_parent: bool,
+        manager_integrations: tuple[integrations.Controller, ...],
+    ) -> None:
+        state_dir.mkdir(parents=True)
+        super().__init__(state_dir, progress, tie_to_parent)
+        self.integrations = ()
+        self.users = {"admin": USERS["admin"]}
+        self.multikueue = False
+        self.watched_integrations = manager_integrations
+
+    def run(self) -> Cluster:
+        kube_bin = build.ensure_built(build.KUBE, self.progress)
+        kueue_bin = build.ensure_built(build.KUEUE, self.progress)
+        kueue_dir = _kueue_module_dir(self.progress)
+        plane = self._start_plane(kube_bin, kueue_bin)
+        if self.watched_integrations:
+            self.progress.step("installing the CRDs of the manager's other integrations")
+            files = integrations.crd_files(
+                {c.name: integrations.module_dir(c) for c in self.watched_integrations}
+            )
+            self._apply_files(files)
+            self._wait_crds_established(
+                [integrations.crd_name(path) for path in files], plane.apiserver
+            )
+        self.progress.step("installing Kueue's CRDs and webhooks, the worker's namespaces and RBAC")
+        self._install_kueue(plane, kueue_dir, multikueue.WORKER_MANIFESTS / "10-worker.yaml")
+        self.progress.step("starting the worker's Kueue")
+        self._start_kueue(plane)
+        self.progress.step("applying the worker's Node and queues")
+        self._apply_file(multikueue.WORKER_MANIFESTS / "20-nodes.yaml")
+        self._mark_nodes_ready()
+        self._apply_file(multikueue.WORKER_MANIFESTS / "30-queues.yaml")
+        self._wait_default_service_accounts(("team-a",))
+        self._wait_condition(
+            "clusterqueue", "cq-multikueue", "Active", "True", self.launcher.logs / "kueue.log"
+        )
+        namespace, name = multikueue.READER_SERVICE_ACCOUNT
+        _kubeconfig(
+            self.reader_kubeconfig,
+            plane.api_url,
+            plane.ca.pem,
+            f"{namespace}:{name}",
+            {"token": self.cluster.service_account_token(namespace, name, 48 * 3600)},
+        )
+        self.progress.step(f"worker ready in {self.progress.elapsed():.0f}s: {plane.api_url}")
+        return self.cluster
+
+    @property
+    def reader_kubeconfig(self) -> Path:
+        return self.state / "users" / "kueue-graphql-reader.kubeconfig"
+
 
 def up(state_dir: Path = DEFAULT_STATE_DIR, tie_to_parent: bool = False) -> Cluster:
     """Start a fresh control plane (stopping leftovers of an earlier one first)."""
@@ -1500,11 +1740,16 @@ def _belongs_to(pid: int, state_dir: Path) -> bool:
 
 
 def stop_processes(state_dir: Path) -> list[str]:
+    # MultiKueue workers first: their processes run in their own state directories.
+    stopped = [
+        f"{worker.name}/{name}"
+        for worker in multikueue.worker_dirs(state_dir)
+        for name in stop_processes(worker)
+    ]
     pid_file = state_dir / "pids.json"
     if not pid_file.exists():
-        return []
+        return stopped
     recorded = json.loads(pid_file.read_text())
-    stopped = []
     # Reverse start order: Kueue and the controllers before the API server, etcd last.
     for entry in reversed(recorded):
         pid = int(entry["pid"])
@@ -1565,6 +1810,15 @@ def main(argv: list[str] | None = None) -> int:
     if command == "status":
         healthy = Cluster(state_dir).is_healthy()
         print("up" if healthy else "down")
+        for worker_dir in multikueue.worker_dirs(state_dir):
+            worker = Cluster(worker_dir)
+            worker_healthy = worker.is_healthy()
+            healthy = healthy and worker_healthy
+            rss = sum(multikueue.rss_by_process(worker_dir).values())
+            print(
+                f"MultiKueue {worker_dir.name}: "
+                + (f"up ({worker.api_url}, RSS {rss:.0f} MiB)" if worker_healthy else "down")
+            )
         return 0 if healthy else 1
     if command == "build":
         progress = Progress()
