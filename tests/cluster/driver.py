@@ -1680,7 +1680,7 @@ class _WorkerStarter(_Starter):
         )
         namespace, name = multikueue.READER_SERVICE_ACCOUNT
         _kubeconfig(
-            self.reader_kubeconfig,
+            multikueue.reader_kubeconfig(self.state),
             plane.api_url,
             plane.ca.pem,
             f"{namespace}:{name}",
@@ -1688,10 +1688,6 @@ class _WorkerStarter(_Starter):
         )
         self.progress.step(f"worker ready in {self.progress.elapsed():.0f}s: {plane.api_url}")
         return self.cluster
-
-    @property
-    def reader_kubeconfig(self) -> Path:
-        return self.state / "users" / "kueue-graphql-reader.kubeconfig"
 
 
 def up(state_dir: Path = DEFAULT_STATE_DIR, tie_to_parent: bool = False) -> Cluster:

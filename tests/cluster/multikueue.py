@@ -104,6 +104,11 @@ def rss_by_process(state_dir: Path) -> dict[str, float]:
     }
 
 
+def reader_kubeconfig(worker_dir: Path) -> Path:
+    """The kubeconfig of `READER_SERVICE_ACCOUNT` on the worker of `worker_dir`."""
+    return worker_dir / "users" / "kueue-graphql-reader.kubeconfig"
+
+
 def worker_dirs(state_dir: Path) -> list[Path]:
     """The worker state directories under a manager's state directory that exist."""
     return [state_dir / name for name in WORKERS if (state_dir / name).is_dir()]
