@@ -1566,24 +1566,20 @@ class _Starter:
         self._apply_file(MANIFESTS / "82-multikueue-waiting.yaml")
 
         def remote_refused(job: str) -> Callable[[], bool]:
-            def check() -> bool:
-                local = self._workload_of("team-a", job)
-                if local is None:
-                    return False
-                found = worker.cluster.kubectl(
-                    "get",
-                    "workload",
-                    local["metadata"]["name"],
-                    "-n",
-                    "team-a",
-                    "-o",
-                    "json",
-                    check=False,
+            def refused_on(remote: Cluster, name: str) -> bool:
+                found = remote.kubectl(
+                    "get", "workload", name, "-n", "team-a", "-o", "json", check=False
                 )
                 if found.returncode != 0:
                     return False
                 condition = _conditions(json.loads(found.stdout)).get("QuotaReserved", {})
                 return condition.get("status") == "False" and bool(condition.get("message"))
+
+            def check() -> bool:
+                local = self._workload_of("team-a", job)
+                return local is not None and all(
+                    refused_on(w.cluster, local["metadata"]["name"]) for w in workers.values()
+                )
 
             return check
 
@@ -1597,11 +1593,8 @@ class _Starter:
             return check
 
         checks: list[tuple[str, Callable[[], bool]]] = [
-            (
-                "mk-waits-for-quota waits for quota on worker-1",
-                remote_refused("mk-waits-for-quota"),
-            ),
-            ("mk-too-big is refused quota on worker-1", remote_refused("mk-too-big")),
+            ("mk-waits-for-quota refused on every worker", remote_refused("mk-waits-for-quota")),
+            ("mk-too-big refused on every worker", remote_refused("mk-too-big")),
             ("mk-unreachable waits on the manager", local_refused("mk-unreachable")),
         ]
         for what, check in checks:
@@ -1673,7 +1666,7 @@ class _WorkerStarter(_Starter):
         self.progress.step("applying the worker's Node and queues")
         self._apply_file(multikueue.WORKER_MANIFESTS / "20-nodes.yaml")
         self._mark_nodes_ready()
-        self._apply_file(multikueue.WORKER_MANIFESTS / "30-queues.yaml")
+        self._apply_file(multikueue.WORKER_MANIFESTS / f"30-queues-{self.state.name}.yaml")
         self._wait_default_service_accounts(("team-a",))
         self._wait_condition(
             "clusterqueue", "cq-multikueue", "Active", "True", self.launcher.logs / "kueue.log"

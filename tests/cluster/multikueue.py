@@ -4,8 +4,9 @@ Opt-in (`SWITCH`, KGQL_MULTIKUEUE=1): switched off (the default) nothing here is
 manager holds no MultiKueue object. Switched on, the driver starts each worker of `WORKERS` as a
 second control plane of the same binaries (etcd, kube-apiserver, kube-controller-manager,
 kube-scheduler, Kueue v0.17.0, each its own process on free loopback ports) in
-`<state dir>/<worker>/`, then gives the manager what Kueue's MultiKueue needs (`manager_secrets`,
-manifests/80-multikueue.yaml) and the scenario Jobs (manifests/81-*, 82-*).
+`<state dir>/<worker>/` (manifests/worker/; its quota in 30-queues-<worker>.yaml), then gives the
+manager what Kueue's MultiKueue needs (`kubeconfig_secret`, manifests/80-multikueue.yaml) and the
+scenario Jobs (manifests/81-*, 82-*).
 
 Kueue v0.17.0 needs nothing in its Configuration for this: the `MultiKueue` gate is beta and on,
 `MultiKueueBatchJobWithManagedBy` is GA, and the `multiKueue` section's defaults (origin
@@ -23,7 +24,9 @@ import yaml
 
 SWITCH = "KGQL_MULTIKUEUE"
 # The worker control planes, by the MultiKueueCluster name the manager knows each by.
-WORKERS = ("worker-1",)
+# Two fit the 2-core machine: each adds 14 s to the start, ~0.8 GiB RSS and 2 % of a core at
+# idle (tests/cluster/README.md, "MultiKueue").
+WORKERS = ("worker-1", "worker-2")
 # A MultiKueueCluster whose kubeconfig names a loopback port nothing listens on.
 UNREACHABLE = "worker-unreachable"
 # On each worker: the identity the manager's Kueue uses there, and the service's read-only one.

@@ -1,11 +1,12 @@
 """MultiKueue on the real Kueue v0.17.0: the manager and its worker control plane (issue 25).
 
 What the driver's MultiKueue scenarios (manifests/80-*, 81-*, 82-*, manifests/worker/) show, read
-from both clusters: the manager's Workload (its admission check state and message, the cluster it
-was dispatched to), the remote Workload on the worker (read with the worker's admin kubeconfig),
-the MultiKueueClusters' Active condition. One Job of this module's own goes the whole way
-(dispatched, run, finished on the worker, its status mirrored back, its remote copies removed);
-everything it creates is deleted when the module ends, on both clusters (waited, bounded).
+from every cluster: the manager's Workload (its admission check state and message, the cluster it
+was dispatched to), the remote Workloads on worker-1 (4 CPU) and worker-2 (2 CPU), read with each
+worker's admin kubeconfig, the MultiKueueClusters' Active condition. One Job of this module's own
+goes the whole way (dispatched to worker-2, run, finished there, its status mirrored back, its
+remote copies removed); everything it creates is deleted when the test ends, on every cluster
+(waited, bounded).
 
 Opt-in: skipped unless KGQL_MULTIKUEUE=1, and the control plane must have been started with it.
 """
@@ -37,21 +38,28 @@ pytestmark = pytest.mark.cluster
 
 NAMESPACE = "team-a"
 WORKER = multikueue.WORKERS[0]
+OTHER_WORKER = multikueue.WORKERS[1]
 CHECK = "mk-workers"
 # This module's own Job, unique per run so that nothing of an earlier run can answer for it.
 OWN_JOB = f"mk-smoke-{uuid.uuid4().hex[:6]}"
 
 
 @pytest.fixture(scope="module")
-def worker(cluster: Cluster) -> Cluster:
-    worker = Cluster(cluster.state_dir / WORKER)
-    if not worker.is_healthy():
+def workers(cluster: Cluster) -> dict[str, Cluster]:
+    found = {name: Cluster(cluster.state_dir / name) for name in multikueue.WORKERS}
+    down = [name for name, worker in found.items() if not worker.is_healthy()]
+    if down:
         pytest.fail(
             f"{multikueue.SWITCH}=1 but the control plane in {cluster.state_dir} has no running "
-            f"worker {WORKER}: it was started without the switch; `make cluster-down`, then "
+            f"{', '.join(down)}: it was started without the switch; `make cluster-down`, then "
             f"`{multikueue.SWITCH}=1 make cluster-up`"
         )
-    return worker
+    return found
+
+
+@pytest.fixture(scope="module")
+def worker(workers: dict[str, Cluster]) -> Cluster:
+    return workers[WORKER]
 
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -83,12 +91,13 @@ def _check_state(workload: dict[str, Any], check: str) -> dict[str, Any]:
 
 
 def test_multikueue_clusters_active_or_not(cluster: Cluster) -> None:
-    reachable = _conditions(_get(cluster, "multikueuecluster", WORKER))["Active"]
-    assert (reachable["status"], reachable["reason"], reachable["message"]) == (
-        "True",
-        "Active",
-        "Connected",
-    )
+    for name in multikueue.WORKERS:
+        reachable = _conditions(_get(cluster, "multikueuecluster", name))["Active"]
+        assert (reachable["status"], reachable["reason"], reachable["message"]) == (
+            "True",
+            "Active",
+            "Connected",
+        )
     unreachable = _conditions(_get(cluster, "multikueuecluster", multikueue.UNREACHABLE))["Active"]
     assert (unreachable["status"], unreachable["reason"]) == ("False", "ClientConnectionFailed")
     assert "connection refused" in unreachable["message"]
@@ -105,8 +114,13 @@ def _server_of_secret(secret: dict[str, Any]) -> str:
 
 
 def test_admission_checks_and_queues_follow_their_clusters(cluster: Cluster) -> None:
+    # One of its three clusters is unreachable: still Active, and says which.
     active = _conditions(_get(cluster, "admissioncheck", CHECK))["Active"]
-    assert (active["status"], active["reason"]) == ("True", "Active")
+    assert (active["status"], active["reason"], active["message"]) == (
+        "True",
+        "SomeActiveClusters",
+        f"Inactive clusters: [{multikueue.UNREACHABLE}]",
+    )
     inactive = _conditions(_get(cluster, "admissioncheck", "mk-unreachable"))["Active"]
     assert (inactive["status"], inactive["reason"], inactive["message"]) == (
         "False",
@@ -119,7 +133,9 @@ def test_admission_checks_and_queues_follow_their_clusters(cluster: Cluster) -> 
     assert _conditions(_get(cluster, "clusterqueue", "cq-multikueue"))["Active"]["status"] == "True"
 
 
-def test_dispatched_job_runs_on_the_worker(cluster: Cluster, worker: Cluster) -> None:
+def test_dispatched_job_runs_on_the_worker(
+    cluster: Cluster, workers: dict[str, Cluster], worker: Cluster
+) -> None:
     local = _workload_of(cluster, "mk-dispatched")
     assert local is not None
     assert local["status"].get("clusterName") == WORKER
@@ -140,47 +156,60 @@ def test_dispatched_job_runs_on_the_worker(cluster: Cluster, worker: Cluster) ->
         ("worker-node-1", "Running")
     ]
     assert not cluster.get_json("pods", "-n", NAMESPACE, "-l", "job-name=mk-dispatched")["items"]
+    # The copy worker-2 (too small for 3 CPU) was sent is gone once worker-1 won.
+    wait_until(
+        f"mk-dispatched's copy removed from {OTHER_WORKER}",
+        lambda: _get(workers[OTHER_WORKER], "workload", local["metadata"]["name"], NAMESPACE)
+        is None,
+    )
+
+
+def _exceeds(request: int, capacity: int) -> str:
+    return (
+        "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor standard, "
+        f"previously considered podsets requests (0) + current podset request ({request}) > "
+        f"maximum capacity ({capacity})"
+    )
 
 
 @pytest.mark.parametrize(
-    ("job", "message"),
+    ("job", "messages"),
     [
+        # 3 CPU: worker-1 has 1 of its 4 free (mk-dispatched holds 3), worker-2 has only 2.
         (
             "mk-waits-for-quota",
-            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
-            "flavor standard, 1 more needed",
+            {
+                "worker-1": "couldn't assign flavors to pod set main: insufficient unused quota "
+                "for cpu in flavor standard, 2 more needed",
+                "worker-2": _exceeds(3, 2),
+            },
         ),
-        (
-            "mk-too-big",
-            "couldn't assign flavors to pod set main: insufficient quota for cpu in flavor "
-            "standard, previously considered podsets requests (0) + current podset request (6) "
-            "> maximum capacity (4)",
-        ),
+        ("mk-too-big", {"worker-1": _exceeds(6, 4), "worker-2": _exceeds(6, 2)}),
     ],
 )
 def test_no_worker_reserves_quota(
-    cluster: Cluster, worker: Cluster, job: str, message: str
+    cluster: Cluster, workers: dict[str, Cluster], job: str, messages: dict[str, str]
 ) -> None:
-    """The manager reserves its own quota and waits on the check; the worker says why not."""
+    """The manager reserves its own quota and waits on the check; each worker says why not."""
     local = _workload_of(cluster, job)
     assert local is not None
     assert _conditions(local)["QuotaReserved"]["status"] == "True"
-    assert "Admitted" not in _conditions(local) or (
-        _conditions(local)["Admitted"]["status"] == "False"
-    )
+    assert _conditions(local).get("Admitted", {}).get("status") != "True"
     assert _check_state(local, CHECK)["state"] == "Pending"
     assert not local["status"].get("clusterName")
-    assert local["status"].get("nominatedClusterNames") == [WORKER]
-    remote = _get(worker, "workload", local["metadata"]["name"], NAMESPACE)
-    assert remote is not None
-    reserved = _conditions(remote)["QuotaReserved"]
-    assert (reserved["status"], reserved["message"]) == ("False", message)
-    # Nothing runs for it on the worker: Kueue creates the remote Job only for the winner.
-    assert _get(worker, "job", job, NAMESPACE) is None
+    # Sent to the two reachable workers, never to the unreachable one.
+    assert sorted(local["status"].get("nominatedClusterNames", [])) == sorted(multikueue.WORKERS)
+    for name, worker in workers.items():
+        remote = _get(worker, "workload", local["metadata"]["name"], NAMESPACE)
+        assert remote is not None, name
+        reserved = _conditions(remote)["QuotaReserved"]
+        assert (name, reserved["status"], reserved["message"]) == (name, "False", messages[name])
+        # Nothing runs for it there: Kueue creates the remote Job only on the winner.
+        assert _get(worker, "job", job, NAMESPACE) is None
 
 
 def test_unreachable_worker_leaves_the_workload_on_the_manager(
-    cluster: Cluster, worker: Cluster
+    cluster: Cluster, workers: dict[str, Cluster]
 ) -> None:
     local = _workload_of(cluster, "mk-unreachable")
     assert local is not None
@@ -190,12 +219,15 @@ def test_unreachable_worker_leaves_the_workload_on_the_manager(
         "ClusterQueue cq-mk-unreachable is inactive",
     )
     assert _check_state(local, "mk-unreachable")["state"] == "Pending"
-    assert _get(worker, "workload", local["metadata"]["name"], NAMESPACE) is None
+    for worker in workers.values():
+        assert _get(worker, "workload", local["metadata"]["name"], NAMESPACE) is None
 
 
-def test_identities_on_the_worker_are_limited(cluster: Cluster, worker: Cluster) -> None:
+@pytest.mark.parametrize("name", multikueue.WORKERS)
+def test_identities_on_the_worker_are_limited(workers: dict[str, Cluster], name: str) -> None:
     """Kueue's identity there may manage Workloads and Jobs, not Secrets; the service's reader
     may read, never write."""
+    worker = workers[name]
     namespace, account = multikueue.KUEUE_SERVICE_ACCOUNT
     kueue = f"system:serviceaccount:{namespace}:{account}"
 
@@ -215,11 +247,12 @@ def test_identities_on_the_worker_are_limited(cluster: Cluster, worker: Cluster)
     assert not can("create", "workloads.kueue.x-k8s.io", "-n", NAMESPACE, kubeconfig=reader)
     assert not can("get", "secrets", "-n", "kueue-system", kubeconfig=reader)
     listed = worker.kubectl("get", "workloads", "-A", "-o", "name", kubeconfig=reader)
-    assert "workload.kueue.x-k8s.io/job-mk-dispatched-" in listed.stdout
+    assert "workload.kueue.x-k8s.io/job-mk-too-big-" in listed.stdout
 
 
 @pytest.fixture
-def own_job(cluster: Cluster, worker: Cluster) -> Iterator[str]:
+def own_job(cluster: Cluster, workers: dict[str, Cluster]) -> Iterator[str]:
+    # 2 CPU: worker-1 has 1 free (mk-dispatched holds 3 of 4), worker-2 has its 2: worker-2 wins.
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -240,7 +273,7 @@ def own_job(cluster: Cluster, worker: Cluster) -> Iterator[str]:
                         {
                             "name": "main",
                             "image": "registry.invalid/kueue-graphql/sleep:never-pulled",
-                            "resources": {"requests": {"cpu": "1", "memory": "256Mi"}},
+                            "resources": {"requests": {"cpu": "2", "memory": "256Mi"}},
                         }
                     ],
                 }
@@ -251,7 +284,7 @@ def own_job(cluster: Cluster, worker: Cluster) -> Iterator[str]:
     try:
         yield OWN_JOB
     finally:
-        for plane in (cluster, worker):
+        for plane in (cluster, *workers.values()):
             plane.kubectl(
                 "delete", "job", OWN_JOB, "-n", NAMESPACE, "--ignore-not-found",
                 "--cascade=foreground", "--wait=true", "--timeout=120s", check=False,
@@ -264,7 +297,7 @@ def own_job(cluster: Cluster, worker: Cluster) -> Iterator[str]:
         def gone() -> bool:
             return all(
                 all(OWN_JOB not in item["metadata"]["name"] for item in _all(plane))
-                for plane in (cluster, worker)
+                for plane in (cluster, *workers.values())
             )
 
         wait_until(f"{OWN_JOB}'s objects gone from both clusters", gone)
@@ -276,22 +309,23 @@ def _all(plane: Cluster) -> list[dict[str, Any]]:
 
 
 def test_a_job_runs_on_the_worker_and_its_end_is_mirrored_back(
-    cluster: Cluster, worker: Cluster, own_job: str
+    cluster: Cluster, workers: dict[str, Cluster], own_job: str
 ) -> None:
+    winner = workers[OTHER_WORKER]
     local = wait_until(
-        f"{own_job} dispatched to {WORKER}",
+        f"{own_job} dispatched to {OTHER_WORKER}",
         lambda: (w := _workload_of(cluster, own_job))
-        and w["status"].get("clusterName") == WORKER
+        and w["status"].get("clusterName") == OTHER_WORKER
         and _conditions(w).get("Admitted", {}).get("status") == "True"
         and w,
     )
     name = local["metadata"]["name"]
     pod = wait_until(
-        f"{own_job}'s Pod bound on {WORKER}",
+        f"{own_job}'s Pod bound on {OTHER_WORKER}",
         lambda: next(
             (
                 p
-                for p in worker.get_json("pods", "-n", NAMESPACE, "-l", f"job-name={own_job}")[
+                for p in winner.get_json("pods", "-n", NAMESPACE, "-l", f"job-name={own_job}")[
                     "items"
                 ]
                 if p["spec"].get("nodeName")
@@ -300,12 +334,12 @@ def test_a_job_runs_on_the_worker_and_its_end_is_mirrored_back(
         ),
     )
     # As a kubelet would: the container ran and exited 0.
-    worker.kubectl(
+    winner.kubectl(
         "patch", "pod", pod["metadata"]["name"], "-n", NAMESPACE, "--subresource=status",
         "--type=merge", "-p", json.dumps({"status": {"phase": "Succeeded"}}),
     )  # fmt: skip
     wait_until(
-        f"{own_job} Complete on the manager (mirrored from {WORKER})",
+        f"{own_job} Complete on the manager (mirrored from {OTHER_WORKER})",
         lambda: _conditions(_get(cluster, "job", own_job, NAMESPACE) or {})
         .get("Complete", {})
         .get("status")
@@ -322,7 +356,7 @@ def test_a_job_runs_on_the_worker_and_its_end_is_mirrored_back(
     assert not cluster.get_json("pods", "-n", NAMESPACE, "-l", f"job-name={own_job}")["items"]
     # Once the manager's Workload is finished, Kueue removes its remote copies from the worker.
     wait_until(
-        f"{own_job}'s Workload and Job removed from {WORKER} by Kueue",
-        lambda: _get(worker, "workload", name, NAMESPACE) is None
-        and _get(worker, "job", own_job, NAMESPACE) is None,
+        f"{own_job}'s Workload and Job removed from {OTHER_WORKER} by Kueue",
+        lambda: _get(winner, "workload", name, NAMESPACE) is None
+        and _get(winner, "job", own_job, NAMESPACE) is None,
     )
