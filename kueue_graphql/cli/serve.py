@@ -11,8 +11,10 @@ import socket
 import sys
 from typing import TYPE_CHECKING
 
+from kueue_graphql.cli.settings import SettingError
 from kueue_graphql.context import LiveLimits, RequestLimits
 from kueue_graphql.core.modes import QuotaDisclosure, ReadMode
+from kueue_graphql.core.workers import WorkerKubeconfig, parse_worker_kubeconfigs
 from kueue_graphql.graph.schema import QueryLimits
 from kueue_graphql.http import AuthMode, ServerSettings, build_app
 from kueue_graphql.http.graphiql import GraphiQLAssetsError
@@ -23,7 +25,14 @@ from kueue_graphql.kube.kubeconfig_error import KubeConfigError
 if TYPE_CHECKING:
     from kueue_graphql.http.server import Listener
 
-__all__ = ["is_loopback", "run", "settings_from", "settings_problem", "token_audiences"]
+__all__ = [
+    "is_loopback",
+    "run",
+    "settings_from",
+    "settings_problem",
+    "token_audiences",
+    "worker_kubeconfigs",
+]
 
 
 def is_loopback(host: str) -> bool:
@@ -44,6 +53,15 @@ def is_loopback(host: str) -> bool:
 def token_audiences(args: argparse.Namespace) -> tuple[str, ...]:
     """--token-audience flags, else KUEUE_GRAPHQL_TOKEN_AUDIENCE; each once, in order."""
     return tuple(dict.fromkeys(audience.strip() for audience in args.token_audience))
+
+
+def worker_kubeconfigs(args: argparse.Namespace) -> tuple[WorkerKubeconfig, ...]:
+    """--worker-kubeconfig flags, else KUEUE_GRAPHQL_WORKER_KUBECONFIG; SettingError (one line
+    naming the flag) for a malformed entry or a worker given twice."""
+    try:
+        return parse_worker_kubeconfigs(args.worker_kubeconfig)
+    except ValueError as error:
+        raise SettingError(f"--worker-kubeconfig: {error}") from None
 
 
 def settings_problem(settings: ServerSettings) -> str | None:
@@ -113,6 +131,7 @@ def settings_from(args: argparse.Namespace) -> ServerSettings:
         quota_disclosure=QuotaDisclosure(args.quota_disclosure),
         read_mode=ReadMode(args.read_mode),
         cache_gc_freeze=not args.no_cache_gc_freeze,
+        worker_kubeconfigs=worker_kubeconfigs(args),
     )
 
 
@@ -132,6 +151,10 @@ def _preflight(settings: ServerSettings, api: Listener, metrics: Listener | None
         asyncio.run(configure())
     except KubeConfigError as error:
         return str(error)
+    for worker in settings.worker_kubeconfigs:
+        problem = _worker_kubeconfig_problem(worker)
+        if problem is not None:
+            return problem
     flags = [(api, "--port")] + ([(metrics, "--metrics-port (0: none)")] if metrics else [])
     for listener, flag in flags:
         try:
@@ -146,13 +169,33 @@ def _preflight(settings: ServerSettings, api: Listener, metrics: Listener | None
     return None
 
 
+def _worker_kubeconfig_problem(worker: WorkerKubeconfig) -> str | None:
+    """Why the kubeconfig of a --worker-kubeconfig cannot be used (None: it can)."""
+    import asyncio
+
+    from kueue_graphql.kube.transport import build_api_client, close_api_client
+
+    async def configure() -> None:
+        await close_api_client(await build_api_client(str(worker.path), None, False))
+
+    try:
+        asyncio.run(configure())
+    except KubeConfigError as error:
+        return f"--worker-kubeconfig {worker.cluster}={worker.path}: {error}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until stopped; 2 (with one line on stderr) when the settings cannot be served."""
     from kueue_graphql.http.observe import configure_logging
     from kueue_graphql.http.server import Listener, listener_problem, listening_server
 
     configure_logging(args.log_format, args.log_level)
-    settings = settings_from(args)
+    try:
+        settings = settings_from(args)
+    except SettingError as error:
+        print(f"kueue-graphql serve: {error}", file=sys.stderr)
+        return 2
     problem = settings_problem(settings)
     if problem is not None:
         print(problem, file=sys.stderr)

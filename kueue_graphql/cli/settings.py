@@ -441,6 +441,16 @@ SERVE: tuple[Setting, ...] = (
         "cache read under the service's identity (needs get/list/watch on them), each one "
         "authorized for the caller by SubjectAccessReview",
     ),
+    Setting(
+        "--worker-kubeconfig",
+        Kind.LIST,
+        (),
+        "MultiKueue: the service's own read-only kubeconfig for one worker cluster, NAME the "
+        "worker's MultiKueueCluster on the manager; repeatable, one per worker (env: "
+        "comma-separated, replaced by any flag); never the Secret the manager's Kueue uses. "
+        "Read at start; nothing reads the workers yet",
+        metavar="NAME=PATH",
+    ),
     _switch(
         "--no-cache-gc-freeze",
         "cache read mode: do not freeze the cached objects out of the garbage collector once "

@@ -30,8 +30,13 @@ def check_namespace(namespace: str) -> str:
     return namespace
 
 
+def is_name(name: str) -> bool:
+    """Whether `name` can name an object (a DNS-1123 subdomain)."""
+    return len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name) is not None
+
+
 def check_name(name: str) -> str:
-    if len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name):
+    if not is_name(name):
         raise BadRequestError(
             f"invalid name {_shown(name)}: at most 253 lowercase letters, digits, '-' and "
             "'.', starting and ending with a letter or digit"

@@ -11,6 +11,7 @@ from kueue_graphql.core.modes import (
     QuotaDisclosure,
     ReadMode,
 )
+from kueue_graphql.core.workers import WorkerKubeconfig
 from kueue_graphql.graph.schema import QueryLimits
 
 
@@ -65,3 +66,5 @@ class ServerSettings:
     # Cache mode: once every informer has synced, freeze what exists (the cached objects) out
     # of the garbage collector, so its full collections stop walking them.
     cache_gc_freeze: bool = True
+    # MultiKueue workers: the service's own read-only kubeconfig for each (--worker-kubeconfig).
+    worker_kubeconfigs: tuple[WorkerKubeconfig, ...] = ()
