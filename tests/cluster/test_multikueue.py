@@ -17,14 +17,14 @@ import base64
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.cluster import multikueue
-from tests.cluster.driver import Cluster
+from tests.cluster.driver import MANIFESTS, Cluster
 from tests.waiting import wait_until
 
 if not multikueue.enabled(os.environ.get(multikueue.SWITCH)):
@@ -82,6 +82,14 @@ def _get(cluster: Cluster, kind: str, name: str, namespace: str | None = None) -
     scope = ("-n", namespace) if namespace else ()
     found = cluster.kubectl("get", kind, name, *scope, "-o", "json", check=False)
     return json.loads(found.stdout) if found.returncode == 0 else None
+
+
+def _condition_holds(plane: Cluster, kind: str, name: str, condition: str) -> Callable[[], bool]:
+    def check() -> bool:
+        found = _get(plane, kind, name, NAMESPACE) or {}
+        return _conditions(found).get(condition, {}).get("status") == "True"
+
+    return check
 
 
 def _check_state(workload: dict[str, Any], check: str) -> dict[str, Any]:
@@ -253,33 +261,11 @@ def test_identities_on_the_worker_are_limited(workers: dict[str, Cluster], name:
 @pytest.fixture
 def own_job(cluster: Cluster, workers: dict[str, Cluster]) -> Iterator[str]:
     # 2 CPU: worker-1 has 1 free (mk-dispatched holds 3 of 4), worker-2 has its 2: worker-2 wins.
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": OWN_JOB,
-            "namespace": NAMESPACE,
-            "labels": {"kueue.x-k8s.io/queue-name": "lq-multikueue"},
-        },
-        "spec": {
-            "managedBy": "kueue.x-k8s.io/multikueue",
-            "parallelism": 1,
-            "completions": 1,
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.invalid/kueue-graphql/sleep:never-pulled",
-                            "resources": {"requests": {"cpu": "2", "memory": "256Mi"}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    # The scenario's Job (manifests/81-multikueue-dispatched.yaml), renamed and resized.
+    job = yaml.safe_load((MANIFESTS / "81-multikueue-dispatched.yaml").read_text())
+    job["metadata"]["name"] = OWN_JOB
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    container["resources"] = {"requests": {"cpu": "2", "memory": "256Mi"}}
     cluster.apply_objects([job])
     try:
         yield OWN_JOB
@@ -338,20 +324,11 @@ def test_a_job_runs_on_the_worker_and_its_end_is_mirrored_back(
         "patch", "pod", pod["metadata"]["name"], "-n", NAMESPACE, "--subresource=status",
         "--type=merge", "-p", json.dumps({"status": {"phase": "Succeeded"}}),
     )  # fmt: skip
-    wait_until(
-        f"{own_job} Complete on the manager (mirrored from {OTHER_WORKER})",
-        lambda: _conditions(_get(cluster, "job", own_job, NAMESPACE) or {})
-        .get("Complete", {})
-        .get("status")
-        == "True",
-    )
-    wait_until(
-        f"the manager's Workload {name} Finished",
-        lambda: _conditions(_get(cluster, "workload", name, NAMESPACE) or {})
-        .get("Finished", {})
-        .get("status")
-        == "True",
-    )
+    for kind, name_, condition in (("job", own_job, "Complete"), ("workload", name, "Finished")):
+        wait_until(
+            f"the manager's {kind} {name_} {condition} (mirrored from {OTHER_WORKER})",
+            _condition_holds(cluster, kind, name_, condition),
+        )
     assert _get(cluster, "job", own_job, NAMESPACE)["status"].get("succeeded") == 1
     assert not cluster.get_json("pods", "-n", NAMESPACE, "-l", f"job-name={own_job}")["items"]
     # Once the manager's Workload is finished, Kueue removes its remote copies from the worker.
