@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_graphql.core.workers import parse_worker_kubeconfigs
 from tests.chart.conftest import ALL_KNOBS, CHART, COMBINATIONS, run_helm
 from tests.chart.test_chart import cluster_role, rendered
 
@@ -54,6 +55,9 @@ def container(documents: list[dict[str, Any]]) -> dict[str, Any]:
         ("fullnameOverride=Not_A_Name", "fullnameOverride"),
         ("extraVolumeMounts[0].name=x", "mountPath"),
         ("ingress.host=kueue-graphql.example.com", "host"),
+        ("multiKueue.workers[0].name=worker-1", "kubeconfigSecret"),
+        ("multiKueue.workers[0].name=Worker_1", "name"),
+        ("multiKueue.workers[0].server=https://w1", "server"),
     ],
 )
 def test_values_schema_refuses(helm: Path, value: str, key: str) -> None:
@@ -225,3 +229,41 @@ def test_knobs_leave_the_rbac_as_it_was(helm: Path) -> None:
     assert rules(*COMBINATIONS["all knobs"]) == rules()
     kinds = {d["kind"] for d in rendered(helm, *COMBINATIONS["all knobs"])}
     assert kinds & {"Role", "RoleBinding"} == set()
+
+
+def test_multikueue_workers_render_what_they_say(helm: Path) -> None:
+    """multiKueue.workers (issue 25): each Secret mounted read-only at a path of its own, passed
+    as --worker-kubeconfig NAME=PATH, which the server parses back to the same name and path."""
+    values = yaml.safe_load(ALL_KNOBS.read_text())["multiKueue"]["workers"]
+    documents = rendered(helm, *COMBINATIONS["all knobs"])
+    pod = one(documents, "Deployment")["spec"]["template"]["spec"]
+    main = container(documents)
+    flags = [
+        a.removeprefix("--worker-kubeconfig=")
+        for a in main["args"]
+        if a.startswith("--worker-kubeconfig=")
+    ]
+    workers = parse_worker_kubeconfigs(flags)
+    assert [w.cluster for w in workers] == [w["name"] for w in values]
+    mounts = {m["mountPath"]: m for m in main["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for worker, value in zip(workers, values, strict=True):
+        mount = mounts[str(worker.path.parent)]
+        assert mount["readOnly"] is True
+        secret = volumes[mount["name"]]["secret"]
+        assert secret["secretName"] == value["kubeconfigSecret"]
+        assert secret["items"] == [
+            {"key": value.get("key", "kubeconfig"), "path": worker.path.name}
+        ]
+    # None by default: no flag, no volume.
+    defaults = rendered(helm)
+    assert not [a for a in container(defaults)["args"] if "worker-kubeconfig" in a]
+
+
+def test_a_worker_given_twice_is_refused(helm: Path) -> None:
+    twice = ("--set", "multiKueue.workers[0].name=w1", "--set",
+             "multiKueue.workers[0].kubeconfigSecret=a", "--set", "multiKueue.workers[1].name=w1",
+             "--set", "multiKueue.workers[1].kubeconfigSecret=b")  # fmt: skip
+    result = run_helm(helm, None, "template", str(CHART), *twice, check=False)
+    assert result.returncode != 0
+    assert "multiKueue.workers: w1 is given twice" in result.stderr
