@@ -475,133 +475,7 @@ class _Starter:
         self.users: dict[str, tuple[str, ...]] = USERS
         self.multikueue = multikueue_enabled()
 
-    def run(self) -> Cluster:
-        progress = self.progress
-        progress.step(f"building (or reusing) binaries for k8s {build.K8S_VERSION}")
-        kube_bin = build.ensure_built(build.KUBE, progress)
-        progress.step(f"building (or reusing) Kueue {build.KUEUE_VERSION}")
-        kueue_bin = build.ensure_built(build.KUEUE, progress)
-        kueue_dir = _kueue_module_dir(progress)
-        if self.integrations:
-            progress.step("building (or reusing) the controllers of Kueue's other integrations")
-        controller_bins = integrations.ensure_built(self.integrations, progress)
-
-        plane = self._start_plane(kube_bin, kueue_bin)
-        ports, ca, api_url = plane.ports, plane.ca, plane.api_url
-
-        launches = (
-            self._install_integrations(controller_bins, ports, ca, plane.apiserver)
-            if self.integrations
-            else []
-        )
-
-        progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
-        self._install_kueue(plane, kueue_dir, MANIFESTS / "10-tenancy.yaml")
-
-        progress.step("starting the Kueue manager")
-        self._start_kueue(plane)
-        kueue_log = self.launcher.logs / "kueue.log"
-
-        if launches:
-            self._start_integrations(launches)
-
-        progress.step(
-            "registering Kueue's visibility API (APIService -> ExternalName -> 127.0.0.1)"
-        )
-        self._apply_documents("kueue-visibility", self._visibility_api(ports, ca.pem))
-
-        progress.step("applying Nodes, flavors, cohorts and queues")
-        self._apply_file(MANIFESTS / "20-nodes.yaml")
-        self._mark_nodes_ready()
-        self._apply_file(MANIFESTS / "30-kueue-queues.yaml")
-        self._report_admission_check_active("manual-approval")
-        self._wait_default_service_accounts(("team-a", "team-b"))
-        self._wait_queues_active()
-
-        progress.step("applying scenario Jobs and waiting for Kueue and the scheduler to act")
-        self._apply_file(MANIFESTS / "40-jobs.yaml")
-        self._wait_workload_condition("team-a", "borrows-one-cpu", "Admitted")
-        self._wait_workload_condition("team-a", "low-priority-victim", "Admitted")
-        self._simulate_kubelet()
-        self._apply_file(MANIFESTS / "50-jobs-after-admission.yaml")
-        self._deactivate_workload("team-a", "deactivated-by-admin")
-        self._wait_evicted_and_released("team-a", "low-priority-victim")
-        self._simulate_kubelet({("team-a", "high-priority-preemptor"): "Running"})
-        self._wait_scenarios_settled()
-        # Inactive ClusterQueues on purpose: applied once the others were waited Active.
-        self._apply_file(MANIFESTS / "60-diagnosis-cases.yaml")
-        self._wait_diagnosis_cases()
-        _wait(
-            "visibility API (pending workloads of cq-small-2cpu)",
-            lambda: self.cluster.kubectl(
-                "get",
-                "--raw",
-                "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq-small-2cpu/pendingworkloads",
-                check=False,
-            ).returncode
-            == 0,
-            START_SECONDS,
-            progress,
-            kueue_log,
-        )
-
-        progress.step("writing the kueue-graphql server's ServiceAccount kubeconfig")
-        namespace, name = SERVER_SERVICE_ACCOUNT
-        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
-        _kubeconfig(
-            self.cluster.server_kubeconfig, api_url, ca.pem, f"{namespace}:{name}", {"token": token}
-        )
-        _wait(
-            "the aggregated ClusterRole kueue-graphql-aggregated-reader to be filled",
-            lambda: len(
-                self.cluster.get_json("clusterrole", "kueue-graphql-aggregated-reader").get("rules")
-                or []
-            )
-            >= 2,
-            START_SECONDS,
-            progress,
-            None,
-        )
-        namespace, name = CACHE_SERVER_SERVICE_ACCOUNT
-        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
-        _kubeconfig(
-            self.cluster.cache_server_kubeconfig,
-            api_url,
-            ca.pem,
-            f"{namespace}:{name}",
-            {"token": token},
-        )
-        if launches:
-            self._wait_integrations(launches)
-        if self.integrations:
-            progress.step("applying the owner scenarios' queues (69-owner-queues.yaml)")
-            self._apply_file(MANIFESTS / "69-owner-queues.yaml")
-            _wait(
-                "ClusterQueue cq-owners-2cpu Active",
-                lambda: _conditions(self.cluster.get_json("clusterqueue", "cq-owners-2cpu"))
-                .get("Active", {})
-                .get("status")
-                == "True",
-                START_SECONDS,
-                self.progress,
-                self.launcher.logs / "kueue.log",
-            )
-        if "jobset" in {c.name for c in integrations.started(self.integrations)}:
-            progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
-            self._apply_file(MANIFESTS / "70-jobsets.yaml")
-            self._wait_job_set_scenarios()
-        if self.integrations:
-            progress.step("applying the pod-group scenarios (71-pod-groups.yaml)")
-            self._apply_file(MANIFESTS / "71-pod-groups.yaml")
-            self._wait_pod_group_scenarios()
-        if self.multikueue:
-            self._start_multikueue(ca.pem)
-        progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
-        return self.cluster
-
-    def _start_plane(
-        self, kube_bin: Path, kueue_bin: Path, extra_ports: tuple[str, ...] = ()
-    ) -> _Plane:
+    def _start_plane(self, kube_bin: Path, kueue_bin: Path) -> _Plane:
         """Ports, PKI, users, etcd, kube-apiserver (ready), controller-manager and scheduler."""
         bin_dir = self.state / "bin"
         bin_dir.mkdir(parents=True, exist_ok=True)
@@ -624,7 +498,6 @@ class _Starter:
                 "kueue-health",
                 "kueue-visibility",
                 *integrations.port_names(self.integrations),
-                *extra_ports,
             )
         }
         (self.state / "ports.json").write_text(json.dumps(ports, indent=1))
@@ -884,6 +757,130 @@ class _Starter:
             kueue,
         )
         return kueue
+
+    def run(self) -> Cluster:
+        progress = self.progress
+        progress.step(f"building (or reusing) binaries for k8s {build.K8S_VERSION}")
+        kube_bin = build.ensure_built(build.KUBE, progress)
+        progress.step(f"building (or reusing) Kueue {build.KUEUE_VERSION}")
+        kueue_bin = build.ensure_built(build.KUEUE, progress)
+        kueue_dir = _kueue_module_dir(progress)
+        if self.integrations:
+            progress.step("building (or reusing) the controllers of Kueue's other integrations")
+        controller_bins = integrations.ensure_built(self.integrations, progress)
+
+        plane = self._start_plane(kube_bin, kueue_bin)
+        ports, ca, api_url = plane.ports, plane.ca, plane.api_url
+
+        launches = (
+            self._install_integrations(controller_bins, ports, ca, plane.apiserver)
+            if self.integrations
+            else []
+        )
+
+        progress.step("installing Kueue CRDs, webhooks and the tenancy fixtures")
+        self._install_kueue(plane, kueue_dir, MANIFESTS / "10-tenancy.yaml")
+
+        progress.step("starting the Kueue manager")
+        self._start_kueue(plane)
+        kueue_log = self.launcher.logs / "kueue.log"
+
+        if launches:
+            self._start_integrations(launches)
+
+        progress.step(
+            "registering Kueue's visibility API (APIService -> ExternalName -> 127.0.0.1)"
+        )
+        self._apply_documents("kueue-visibility", self._visibility_api(ports, ca.pem))
+
+        progress.step("applying Nodes, flavors, cohorts and queues")
+        self._apply_file(MANIFESTS / "20-nodes.yaml")
+        self._mark_nodes_ready()
+        self._apply_file(MANIFESTS / "30-kueue-queues.yaml")
+        self._report_admission_check_active("manual-approval")
+        self._wait_default_service_accounts(("team-a", "team-b"))
+        self._wait_queues_active()
+
+        progress.step("applying scenario Jobs and waiting for Kueue and the scheduler to act")
+        self._apply_file(MANIFESTS / "40-jobs.yaml")
+        self._wait_workload_condition("team-a", "borrows-one-cpu", "Admitted")
+        self._wait_workload_condition("team-a", "low-priority-victim", "Admitted")
+        self._simulate_kubelet()
+        self._apply_file(MANIFESTS / "50-jobs-after-admission.yaml")
+        self._deactivate_workload("team-a", "deactivated-by-admin")
+        self._wait_evicted_and_released("team-a", "low-priority-victim")
+        self._simulate_kubelet({("team-a", "high-priority-preemptor"): "Running"})
+        self._wait_scenarios_settled()
+        # Inactive ClusterQueues on purpose: applied once the others were waited Active.
+        self._apply_file(MANIFESTS / "60-diagnosis-cases.yaml")
+        self._wait_diagnosis_cases()
+        _wait(
+            "visibility API (pending workloads of cq-small-2cpu)",
+            lambda: self.cluster.kubectl(
+                "get",
+                "--raw",
+                "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cq-small-2cpu/pendingworkloads",
+                check=False,
+            ).returncode
+            == 0,
+            START_SECONDS,
+            progress,
+            kueue_log,
+        )
+
+        progress.step("writing the kueue-graphql server's ServiceAccount kubeconfig")
+        namespace, name = SERVER_SERVICE_ACCOUNT
+        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
+        _kubeconfig(
+            self.cluster.server_kubeconfig, api_url, ca.pem, f"{namespace}:{name}", {"token": token}
+        )
+        _wait(
+            "the aggregated ClusterRole kueue-graphql-aggregated-reader to be filled",
+            lambda: len(
+                self.cluster.get_json("clusterrole", "kueue-graphql-aggregated-reader").get("rules")
+                or []
+            )
+            >= 2,
+            START_SECONDS,
+            progress,
+            None,
+        )
+        namespace, name = CACHE_SERVER_SERVICE_ACCOUNT
+        token = self.cluster.service_account_token(namespace, name, expiration_seconds=48 * 3600)
+        _kubeconfig(
+            self.cluster.cache_server_kubeconfig,
+            api_url,
+            ca.pem,
+            f"{namespace}:{name}",
+            {"token": token},
+        )
+        if launches:
+            self._wait_integrations(launches)
+        if self.integrations:
+            progress.step("applying the owner scenarios' queues (69-owner-queues.yaml)")
+            self._apply_file(MANIFESTS / "69-owner-queues.yaml")
+            _wait(
+                "ClusterQueue cq-owners-2cpu Active",
+                lambda: _conditions(self.cluster.get_json("clusterqueue", "cq-owners-2cpu"))
+                .get("Active", {})
+                .get("status")
+                == "True",
+                START_SECONDS,
+                self.progress,
+                self.launcher.logs / "kueue.log",
+            )
+        if "jobset" in {c.name for c in integrations.started(self.integrations)}:
+            progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
+            self._apply_file(MANIFESTS / "70-jobsets.yaml")
+            self._wait_job_set_scenarios()
+        if self.integrations:
+            progress.step("applying the pod-group scenarios (71-pod-groups.yaml)")
+            self._apply_file(MANIFESTS / "71-pod-groups.yaml")
+            self._wait_pod_group_scenarios()
+        if self.multikueue:
+            self._start_multikueue(ca.pem)
+        progress.step(f"control plane ready in {progress.elapsed():.0f}s: {api_url}")
+        return self.cluster
 
     def _kueue_argv(
         self, bin_dir: Path, config: Path, kubeconfig: Path, ports: dict[str, int]
