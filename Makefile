@@ -16,7 +16,7 @@ export KGQL_INTEGRATIONS ?= jobset
 # MultiKueue (issue 25), opt-in until the service reads workers: KGQL_MULTIKUEUE=1 make cluster-up
 # also starts two worker control planes (.cluster/worker-1, worker-2: the same binaries, each its own
 # etcd, kube-apiserver, controller-manager, scheduler and Kueue) and the manager's MultiKueue objects
-# and scenarios; tests/cluster/test_multikueue.py runs only then. Measured: +41 s to ready, +1.6 GiB
+# and scenarios; tests/cluster/test_multikueue.py runs only then. Measured: +41-49 s to ready, +1.6 GiB
 # RSS, +4 % of a core at idle (tests/cluster/README.md, "MultiKueue workers").
 export KGQL_MULTIKUEUE ?= 0
 

@@ -31,6 +31,7 @@ __all__ = [
     "settings_from",
     "settings_problem",
     "token_audiences",
+    "worker_kubeconfig_problem",
     "worker_kubeconfigs",
 ]
 
@@ -152,7 +153,7 @@ def _preflight(settings: ServerSettings, api: Listener, metrics: Listener | None
     except KubeConfigError as error:
         return str(error)
     for worker in settings.worker_kubeconfigs:
-        problem = _worker_kubeconfig_problem(worker)
+        problem = worker_kubeconfig_problem(worker)
         if problem is not None:
             return problem
     flags = [(api, "--port")] + ([(metrics, "--metrics-port (0: none)")] if metrics else [])
@@ -169,7 +170,7 @@ def _preflight(settings: ServerSettings, api: Listener, metrics: Listener | None
     return None
 
 
-def _worker_kubeconfig_problem(worker: WorkerKubeconfig) -> str | None:
+def worker_kubeconfig_problem(worker: WorkerKubeconfig) -> str | None:
     """Why the kubeconfig of a --worker-kubeconfig cannot be used (None: it can)."""
     import asyncio
 

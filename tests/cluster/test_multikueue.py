@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_graphql.cli.serve import worker_kubeconfig_problem
+from kueue_graphql.core.workers import WorkerKubeconfig
 from tests.cluster import multikueue
 from tests.cluster.driver import MANIFESTS, Cluster
 from tests.waiting import wait_until
@@ -256,6 +258,8 @@ def test_identities_on_the_worker_are_limited(workers: dict[str, Cluster], name:
     assert not can("get", "secrets", "-n", "kueue-system", kubeconfig=reader)
     listed = worker.kubectl("get", "workloads", "-A", "-o", "name", kubeconfig=reader)
     assert "workload.kueue.x-k8s.io/job-mk-too-big-" in listed.stdout
+    # `serve --worker-kubeconfig NAME=<this file>` accepts it at start.
+    assert worker_kubeconfig_problem(WorkerKubeconfig(name, reader)) is None
 
 
 @pytest.fixture
