@@ -26,6 +26,7 @@ NOT_LIMITS = {
     "read_mode",
     "cache_gc_freeze",
     "trusted_documents",
+    "worker_kubeconfigs",
 }
 NESTED = ("query_limits", "request_limits", "live_limits")
 
