@@ -425,14 +425,14 @@ def domain_rooms(
     leaves: dict[tuple[str, ...], Units] = {}
     usable: set[tuple[str, ...]] = set()
     leaf_nodes: dict[tuple[str, ...], int] = {}
-    for values, found in found_leaves.items():
-        capacity = dict(found.free)
-        _add(capacity, found.tas_used, -1)
+    for values, tas_leaf in found_leaves.items():
+        capacity = dict(tas_leaf.free)
+        _add(capacity, tas_leaf.tas_used, -1)
         leaves[values] = capacity
-        leaf_nodes[values] = len(found.nodes)
+        leaf_nodes[values] = len(tas_leaf.nodes)
         if any(
             not _excluded_by_taint(node, tolerations) and _matches(labels(node), selector)
-            for node in found.nodes
+            for node in tas_leaf.nodes
         ):
             usable.add(values)
     request = {**{res: kueue_units(res, v) for res, v in per_pod.items()}, "pods": 1}
