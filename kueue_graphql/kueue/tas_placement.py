@@ -38,7 +38,7 @@ from kueue_graphql.kueue.topology import (
     kueue_units,
 )
 
-__all__ = ["Placement", "PlacementAsk", "TasSnapshot"]
+__all__ = ["Placement", "PlacementAsk", "TasSnapshot", "Units"]
 
 Units = dict[str, int]
 
@@ -70,6 +70,15 @@ class Placement:
     fitting: int | None = None
     """With a reason: the slices (Pods when a slice is one Pod) Kueue says fit."""
     wanted: int | None = None
+    leaves: tuple[tuple[tuple[str, ...], int], ...] = ()
+    """The Pods per leaf (its values at every level): what a later pod set finds taken."""
+
+    def usage(self, per_pod: Mapping[str, Decimal]) -> dict[tuple[str, ...], Units]:
+        """addAssumedUsage: per leaf, the requests of the Pods placed there."""
+        return {
+            leaf: {res: kueue_units(res, v) * count for res, v in per_pod.items()}
+            for leaf, count in self.leaves
+        }
 
 
 @dataclass(eq=False)
@@ -196,8 +205,8 @@ class TasSnapshot:
         wanted = [lv for lv in (request.level, request.slice_level) if lv]
         return all(lv in self.levels for lv in wanted)
 
-    def _level_key(self, ask: PlacementAsk) -> str | None:
-        """levelKeyWithImpliedFallback."""
+    def level_key(self, ask: PlacementAsk) -> str | None:
+        """levelKeyWithImpliedFallback: the level Kueue looks for domains at."""
         request = ask.request
         if request is not None:
             if request.mode in ("required", "preferred"):
@@ -303,7 +312,7 @@ class TasSnapshot:
                     None, reason="slice topology requested, but slice size not provided"
                 )
             slice_size = request.slice_size
-        key = self._level_key(ask)
+        key = self.level_key(ask)
         if key is None:
             return Placement(None, reason="topology level not specified")
         if key not in self.levels:
@@ -401,4 +410,5 @@ class TasSnapshot:
             TopologyAssignment(tuple(self.levels[first:]), placed),
             level=self.levels[fit_index],
             domains=at_level,
+            leaves=tuple((d.values, d.state) for d in current if d.state > 0),
         )
