@@ -127,10 +127,13 @@ def _count_in(requests: Mapping[str, int], capacity: Mapping[str, int]) -> tuple
         wanted = requests[res]
         if res not in capacity and wanted != 0:
             return 0, res
-        count = 2**31 - 1 if wanted == 0 else max(capacity.get(res, 0), 0) // wanted
+        have = capacity.get(res, 0)
+        # Go's integer division truncates toward zero: a capacity overdrawn by Pods Kueue did
+        # not place gives a negative count, which Kueue's message then shows.
+        count = 2**31 - 1 if wanted == 0 else (have // wanted if have >= 0 else -(-have // wanted))
         if best is None or count < best:
             best, limiting = count, res
-    return best or 0, limiting
+    return best if best is not None else 0, limiting
 
 
 def _sorted(domains: list[_Domain], least_free: bool) -> list[_Domain]:
