@@ -269,10 +269,16 @@ def _topology_steps(t: TopologyOutcome) -> Iterator[str]:
         )
     if t.slice_size and t.slice_size > 1:
         yield f"Ask for smaller slices (kueue.x-k8s.io/podset-slice-size < {t.slice_size})."
-    if t.fitting is not None and t.wanted:
+    unit = "slices" if t.slice_size and t.slice_size > 1 else "Pods"
+    if t.verdict is Verdict.NEVER_FITS and t.most_ever is not None and t.wanted:
+        yield (
+            f"Ask for fewer Pods per domain: the largest takes {t.most_ever} of {t.wanted} "
+            f"{unit} even with nothing running."
+        )
+    elif t.fitting is not None and t.wanted:
         yield (
             f"Ask for fewer Pods per domain: the best domain takes {t.fitting} of {t.wanted} "
-            f"{'slices' if t.slice_size and t.slice_size > 1 else 'Pods'} now."
+            f"{unit} now."
         )
     if t.verdict is Verdict.MUST_WAIT:
         yield f"Submit and wait: {t.why}."

@@ -100,6 +100,8 @@ class TopologyOutcome:
     pod(s)")."""
     fitting: int | None = None
     wanted: int | None = None
+    most_ever: int | None = None
+    """NEVER_FITS: the slices (Pods) the best domain would take with nothing running."""
     slice_level: str | None = None
     slice_size: int | None = None
     why: str = ""

@@ -240,13 +240,14 @@ class TopologyStep:
                 Verdict.MUST_WAIT,
                 "it fits once Pods Kueue did not place (non-TAS usage) leave the Nodes",
             )
-        return self._shown(
+        never = self._shown(
             base,
             failure,
             Verdict.NEVER_FITS,
             f"no domain of the flavor's Nodes has room for it even with nothing running "
             f"({bare.reason})",
         )
+        return replace(never, most_ever=bare.fitting)
 
     def _shown(
         self, base: TopologyOutcome, placed: Placement, verdict: Verdict, why: str

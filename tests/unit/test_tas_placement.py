@@ -154,3 +154,17 @@ def test_requests_kueue_refuses() -> None:
     implied = snapshot.find(PlacementAsk(1, TWO_CPU, None, implied=True))
     assert implied.assignment is not None
     assert len(implied.assignment.domains) == 1
+
+
+def test_an_overdrawn_node_counts_negative_as_kueue_says() -> None:
+    """A Node whose "pods" allocatable Pods Kueue did not place use up (as seen on the real
+    Kueue: 'allows to fit only -1 out of 1 pod(s)'): Go's division truncates toward zero."""
+    from kueue_graphql.kueue.topology import TasLeaf
+
+    leaf = TasLeaf(("b1", "r1"), [{}], {"cpu": 1000, "pods": -1}, {})
+    snapshot = TasSnapshot("t", ["block", "rack"], {leaf.values: leaf})
+    found = snapshot.find(PlacementAsk(1, {"cpu": Decimal(1)}, TopologyRequest("required", "rack")))
+    assert found.reason == 'topology "t" allows to fit only -1 out of 1 pod(s)'
+    leaf.free["pods"] = -3
+    found = snapshot.find(PlacementAsk(1, {"cpu": Decimal(1)}, TopologyRequest("required", "rack")))
+    assert found.fitting == -3
