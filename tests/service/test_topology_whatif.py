@@ -125,30 +125,18 @@ def _job(s: Scenario) -> dict[str, Any]:
     return made
 
 
-def _workload_of(cluster: Cluster, job: str) -> dict[str, Any] | None:
-    for wl in cluster.get_json("workloads", "-n", setting.NS)["items"]:
-        owners = wl["metadata"].get("ownerReferences") or []
-        if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
-            return dict(wl)
-    return None
-
-
-def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
-    for c in ((wl or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
-
-
 def _settled(cluster: Cluster, s: Scenario) -> dict[str, Any]:
     """Kueue's verdict on the scenario's Job: admitted with every Pod bound, or a TAS
     message on QuotaReserved=False."""
     found: dict[str, Any] = {}
 
     def done() -> bool:
-        wl = _workload_of(cluster, s.job)
-        reserved = _condition(wl, "QuotaReserved")
-        if reserved.get("status") == "True" and _condition(wl, "Admitted").get("status") == "True":
+        wl = setting.workload_of(cluster, s.job)
+        reserved = setting.condition(wl, "QuotaReserved")
+        if (
+            reserved.get("status") == "True"
+            and setting.condition(wl, "Admitted").get("status") == "True"
+        ):
             listed = cluster.get_json("pods", "-n", setting.NS, "-l", f"job-name={s.job}")["items"]
             bound = len(listed) == s.pods and all(p["spec"].get("nodeName") for p in listed)
             if bound:
@@ -219,7 +207,7 @@ def _kueue_assignment(wl: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _kueue_message(wl: dict[str, Any]) -> str | None:
-    reserved = _condition(wl, "QuotaReserved")
+    reserved = setting.condition(wl, "QuotaReserved")
     return None if reserved.get("status") == "True" else str(reserved.get("message"))
 
 
