@@ -241,16 +241,16 @@ def _asked(t: TopologyOutcome) -> str:
 
 def _placed(t: TopologyOutcome) -> str:
     head = f"pod set {t.pod_set} placed by topology-aware scheduling in {_asked(t)}"
+    fell_back = f" (falls back to {t.placed_at})" if t.placed_at and t.placed_at != t.level else ""
     if t.domains is None:
-        return f"{head} (domains not shown: you may not list Nodes and Pods)"
+        return f"{head}{fell_back} (domains not shown: you may not list Nodes and Pods)"
     names = ", ".join(d[-1] for d in t.domains)
-    fell_back = f" (fell back to {t.placed_at})" if t.placed_at and t.placed_at != t.level else ""
-    return f"{head}: {t.placed_at} {names}{fell_back}"
+    return f"{head}{fell_back}: in {t.placed_at} {names}"
 
 
 def _not_placed(t: TopologyOutcome) -> str:
     head = f"topology-aware scheduling cannot place pod set {t.pod_set} in {_asked(t)}"
-    said = f": Kueue would say {t.message!r}" if t.message else ""
+    said = f" (Kueue would say: {t.message})" if t.message else ""
     return f"{head}{said}; {t.why}" if t.why else f"{head}{said}"
 
 
