@@ -2,7 +2,7 @@
 
 The setting of tests/service/topology_setting.py (six 4-cpu Nodes in racks r1, r2 of block b1
 and r3 of block b2, a plain Pod of 3 cpu on tas-r2-n1), made and removed here. Scenario by
-scenario, whatIf is asked for a Job that does not exist yet (its pod set as `podSets`, with the
+scenario, whatIf is asked (in both read modes) for a Job that does not exist yet (its pod set as `podSets`, with the
 topology its template will ask), as viewer (may list Nodes, Pods and Workloads: names) and as
 alice (her namespace only: the verdict and Kueue's message, no domain or Node name, from a
 server whose quota disclosure policy is on and whose ServiceAccount may list those kinds);
@@ -29,11 +29,12 @@ from typing import Any
 import pytest
 
 from kueue_graphql.core.modes import QuotaDisclosure
+from kueue_graphql.http import ReadMode
 from kueue_graphql.kueue.topology import decode_assignment
 from tests.cluster.driver import Cluster
 from tests.diagnosis.own_objects import apply
 from tests.service import topology_setting as setting
-from tests.service.conftest import Server, running_server
+from tests.service.conftest import Server, running_server, server_in_mode
 from tests.teardown import remove
 from tests.waiting import SETTLE_SECONDS, wait_until
 
@@ -50,6 +51,7 @@ query Q($ns: String!, $lq: String!, $pods: [WhatIfPodSetInput!]!) {
 }
 """
 
+MODES = ("impersonate", "cache")
 ROLE = "kgql-test-tas-whatif-service"
 ALICE_ROLE = "kgql-test-tas-whatif-alice"
 SERVICE_ACCOUNTS = ("kueue-graphql", "kueue-graphql-cache")
@@ -116,6 +118,7 @@ class Observed:
     """Per scenario: whatIf's answer per user, and the Workload Kueue made of the Job."""
 
     answers: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """{job: {"<user>@<read mode>": whatIf's answer}}."""
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -175,12 +178,18 @@ async def observed(cluster: Cluster, service_kubeconfig: Any) -> AsyncIterator[O
         await asyncio.to_thread(setting.set_up, cluster)
         await asyncio.to_thread(apply, cluster, [setting.NON_TAS_POD, *_service_rbac()])
         seen = Observed()
-        async with running_server(
-            service_kubeconfig, quota_disclosure=QuotaDisclosure.VERDICT
-        ) as server:
+        async with (
+            running_server(service_kubeconfig, quota_disclosure=QuotaDisclosure.VERDICT) as direct,
+            server_in_mode(
+                cluster, ReadMode.CACHE, quota_disclosure=QuotaDisclosure.VERDICT
+            ) as cached,
+        ):
+            servers = {"impersonate": direct, "cache": cached}
             for s in SCENARIOS:
                 seen.answers[s.job] = {
-                    user: await _what_if(server, cluster, s, user) for user in ("viewer", "alice")
+                    f"{user}@{mode}": await _what_if(server, cluster, s, user)
+                    for mode, server in servers.items()
+                    for user in ("viewer", "alice")
                 }
                 await asyncio.to_thread(apply, cluster, [_job(s)])
                 seen.workloads[s.job] = await asyncio.to_thread(_settled, cluster, s)
@@ -211,11 +220,12 @@ def _kueue_message(wl: dict[str, Any]) -> str | None:
     return None if reserved.get("status") == "True" else str(reserved.get("message"))
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.job for s in SCENARIOS])
 def test_viewer_gets_kueues_verdict_and_domain(
-    observed: Observed, cluster: Cluster, scenario: Scenario
+    observed: Observed, cluster: Cluster, scenario: Scenario, mode: str
 ) -> None:
-    answer = observed.answers[scenario.job]["viewer"]
+    answer = observed.answers[scenario.job][f"viewer@{mode}"]
     wl = observed.workloads[scenario.job]
     [podset] = answer["podSets"]
     placed = podset["topology"]
@@ -234,24 +244,31 @@ def test_viewer_gets_kueues_verdict_and_domain(
 
 def test_the_scenarios_place_where_the_docstring_says(observed: Observed) -> None:
     """The setting does what the module promises (so each scenario tests what it names)."""
-    viewer = {job: a["viewer"]["podSets"][0]["topology"] for job, a in observed.answers.items()}
+    viewer = {
+        job: a["viewer@impersonate"]["podSets"][0]["topology"]
+        for job, a in observed.answers.items()
+    }
     assert (viewer["fits"]["placedAt"], viewer["fits"]["domains"]) == (setting.RACK, [["b1", "r1"]])
     assert (viewer["sliced"]["placedAt"], viewer["sliced"]["domains"]) == (setting.BLOCK, [["b2"]])
     assert viewer["spread"]["placedAt"] == setting.BLOCK  # preferred rack fell back
     assert viewer["spread"]["level"] == setting.RACK
     assert (viewer["wait"]["verdict"], viewer["too-big"]["verdict"]) == ("MUST_WAIT", "NEVER_FITS")
-    assert observed.answers["wait"]["viewer"]["limitedBy"] == "TOPOLOGY"
-    assert any("preferred" in step for step in observed.answers["too-big"]["viewer"]["nextSteps"])
+    assert observed.answers["wait"]["viewer@impersonate"]["limitedBy"] == "TOPOLOGY"
+    assert any(
+        "preferred" in step
+        for step in observed.answers["too-big"]["viewer@impersonate"]["nextSteps"]
+    )
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.job for s in SCENARIOS])
 def test_tenant_gets_the_verdict_without_names(
-    observed: Observed, cluster: Cluster, scenario: Scenario
+    observed: Observed, cluster: Cluster, scenario: Scenario, mode: str
 ) -> None:
     refused = cluster.kubectl("auth", "can-i", "list", "nodes", user="alice", check=False)
     assert refused.stdout.strip() == "no"
-    answer = observed.answers[scenario.job]["alice"]
-    viewer = observed.answers[scenario.job]["viewer"]
+    answer = observed.answers[scenario.job][f"alice@{mode}"]
+    viewer = observed.answers[scenario.job][f"viewer@{mode}"]
     wl = observed.workloads[scenario.job]
     assert (answer["verdict"] == "FITS_NOW") is scenario.admitted, answer
     assert answer["verdict"] == viewer["verdict"]
