@@ -4,8 +4,9 @@ The setting of tests/service/topology_setting.py (six 4-cpu Nodes in racks r1, r
 and r3 of block b2, a plain Pod of 3 cpu on tas-r2-n1), made and removed here. Scenario by
 scenario, whatIf is asked (in both read modes) for a Job that does not exist yet (its pod set
 as `podSets`, with the topology its template will ask), as viewer (may list Nodes, Pods and
-Workloads: names) and as alice (her namespace only: the verdict and Kueue's message, no domain or Node name, from a
-server whose quota disclosure policy is on and whose ServiceAccount may list those kinds);
+Workloads: names) and as alice (her namespace only: the verdict and Kueue's message, no
+domain or Node name, from a server whose quota disclosure policy is on and whose
+ServiceAccount may list those kinds);
 then the same Job is submitted and what Kueue does (admitted or not, the topologyAssignment,
 its message) is compared with the prediction:
 
