@@ -213,7 +213,10 @@ class WhatIfPodSet:
     total_requests: list[ResourceQuantity] = strawberry.field(description="Per Pod x count.")
     resource_groups: list[WhatIfResourceGroup]
     topology: WhatIfTopology | None = strawberry.field(
-        default=None, description="Null when the pod set asks no topology-aware scheduling."
+        default=None,
+        description="Null when the pod set asks no topology-aware scheduling, or when quota "
+        "alone keeps the Workload out (Kueue runs its TAS step only once every pod set has "
+        "flavors that fit now or may after preemption).",
     )
 
 
