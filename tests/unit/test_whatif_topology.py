@@ -175,3 +175,29 @@ def test_a_plain_pod_set_may_not_take_a_tas_flavor_of_a_mixed_cluster_queue() ->
     assert group.attempts[0].reasons == ('Flavor "plain" does not support TopologyAwareScheduling',)
     assert group.flavor == "tas-test-flavor"
     assert result.verdict is Verdict.FITS_NOW
+
+
+def test_from_job_reads_the_templates_topology_annotations() -> None:
+    """fromJob: Kueue builds the pod set's topologyRequest from the template's annotations."""
+    from kueue_graphql.whatif import pod_sets_from_job
+
+    annotations = {
+        "kueue.x-k8s.io/podset-required-topology": "kueue-graphql.example/tas-block",
+        "kueue.x-k8s.io/podset-slice-required-topology": RACK,
+        "kueue.x-k8s.io/podset-slice-size": "2",
+    }
+    job = {
+        "spec": {
+            "parallelism": 4,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]},
+            },
+        }
+    }
+    [pod_set] = pod_sets_from_job(job)
+    assert pod_set.topology == TopologyRequest(
+        "required", "kueue-graphql.example/tas-block", RACK, 2
+    )
+    plain = {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}
+    assert pod_sets_from_job(plain)[0].topology is None
