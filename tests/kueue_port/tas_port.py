@@ -85,7 +85,11 @@ def load_tas_cases(path: Path = DATA) -> list[TasCase]:
             go_file=doc["goFile"],
             go_path=tuple(raw["go"]),
             fixture=doc["fixtures"][raw["use"]],
-            steps=tuple(raw.get("steps") or ()),
+            # A fixture's own steps (Workloads its BeforeEach creates) come first.
+            steps=(
+                *(doc["fixtures"][raw["use"]].get("steps") or ()),
+                *(raw.get("steps") or ()),
+            ),
             divergent=raw.get("divergent"),
         )
         for raw in doc["cases"]
@@ -104,7 +108,7 @@ class TasOutcome:
 
 # -- manifests --------------------------------------------------------------------------------
 def _node(case: TasCase, raw: Obj) -> Obj:
-    labels = {"node-group": "tas", CASE_LABEL: case.id}
+    labels = {"node-group": "tas", CASE_LABEL: case.id, **(raw.get("labels") or {})}
     for short, key in LEVELS.items():
         if short in raw:
             value = raw[short]
@@ -153,10 +157,15 @@ def _topology_request(raw: Obj | None) -> Obj | None:
     }
 
 
+def _requests(raw: Obj) -> Obj:
+    """`cpu` plus any other `requests` of one Pod."""
+    return {**({"cpu": raw["cpu"]} if "cpu" in raw else {}), **(raw.get("requests") or {})}
+
+
 def _container(raw: Obj) -> Obj:
     resources: Obj = {}
-    if "cpu" in raw:
-        resources["requests"] = {"cpu": raw["cpu"]}
+    if requests := _requests(raw):
+        resources["requests"] = requests
     if "limitCpu" in raw:
         resources["limits"] = {"cpu": raw["limitCpu"]}
     return {"name": "c", "image": IMAGE, "resources": resources}
@@ -203,9 +212,10 @@ def _what_if_pod_sets(raw: Obj) -> list[Obj] | None:
     for ps in raw["podSets"]:
         if ps.get("affinity"):
             return None
-        cpu = ps.get("cpu", ps.get("limitCpu"))  # limits only: Kueue counts them as requests
-        given: Obj = {"name": ps["name"], "count": ps["count"],
-                      "requests": [{"resource": "cpu", "quantity": cpu}]}  # fmt: skip
+        # Limits only: Kueue counts them as requests.
+        wanted = _requests(ps) or {"cpu": ps["limitCpu"]}
+        requests = [{"resource": r, "quantity": q} for r, q in wanted.items()]
+        given: Obj = {"name": ps["name"], "count": ps["count"], "requests": requests}
         if ps.get("nodeSelector"):
             given["nodeSelector"] = [{"key": k, "value": v} for k, v in ps["nodeSelector"].items()]
         if topology := _topology_request(ps.get("topology")):
