@@ -21,9 +21,11 @@ from kueue_graphql.graph.common import Info, field, reads
 from kueue_graphql.graph.diagnosis import DiagnosisReason, QuotaLine
 from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.quantity import ResourceQuantity, computed_quantities
+from kueue_graphql.graph.topology_assignment import TopologyAssignment, TopologyDomain
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kueue.exact import QuantityError, parse_quantity
 from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX
+from kueue_graphql.kueue.topology import TopologyRequest
 from kueue_graphql.lookups.disclosure import NumbersSource
 from kueue_graphql.lookups.whatif import PriorityClassRef, job_pod_sets, load_what_if
 
@@ -62,6 +64,20 @@ class TolerationInput:
 
 
 @strawberry.input(
+    description="Topology-aware scheduling as the pod template's annotations ask it "
+    "(`kueue.x-k8s.io/podset-required-topology`, `-preferred-topology`, "
+    "`-unconstrained-topology`, `-slice-required-topology` + `-slice-size`): a node label "
+    "of the flavor's Topology per level."
+)
+class WhatIfTopologyInput:
+    required: str | None = None
+    preferred: str | None = None
+    unconstrained: bool = False
+    slice_required: str | None = None
+    slice_size: int | None = None
+
+
+@strawberry.input(
     description="A pod set of the Workload-to-be: `count` Pods, each asking `requests`."
 )
 class WhatIfPodSetInput:
@@ -70,6 +86,7 @@ class WhatIfPodSetInput:
     name: str = "main"
     node_selector: list[NodeSelectorInput] | None = None
     tolerations: list[TolerationInput] | None = None
+    topology: WhatIfTopologyInput | None = None
     priority_class: str | None = strawberry.field(
         default=None,
         description="A WorkloadPriorityClass (Kueue's `kueue.x-k8s.io/priority-class` label), or "
@@ -143,6 +160,51 @@ class WhatIfResourceGroup:
     )
 
 
+@strawberry.type(
+    description="Where Kueue's topology-aware scheduling (TAS, an admission step after quota) "
+    "would place the pod set now, following Kueue v0.17.0's TAS flavor assigner and snapshot "
+    "(Node allocatable minus the requests of the Pods Kueue did not place, minus what "
+    "admitted TAS Workloads hold). Domain and Node names only for a caller who may list "
+    "Nodes, and Pods and Workloads of every namespace."
+)
+class WhatIfTopology:
+    verdict: Verdict
+    flavor: str | None
+    topology: str | None
+    mode: str | None = strawberry.field(
+        description="required, preferred or unconstrained; null for a slice-only request or "
+        "TAS implied by a ClusterQueue whose flavors are all TAS flavors."
+    )
+    level: str | None = strawberry.field(description="The level Kueue looks for a domain at.")
+    placed_at: str | None = strawberry.field(
+        description="The level of the domain(s) found (a preferred level may fall back to a "
+        "wider one); null when it does not fit now."
+    )
+    domains: list[list[str]] | None = strawberry.field(
+        description="The domain(s) at `placedAt`, each as its node-label values from the "
+        "Topology's top level down; null when not shown to you."
+    )
+    topology_assignment: TopologyAssignment | None = strawberry.field(
+        description="The topologyAssignment Kueue would write (as "
+        "`Workload.admission.podSetAssignments.topologyAssignment`); null when it does not "
+        "fit now or names are not shown to you."
+    )
+    kueue_message: str | None = strawberry.field(
+        description="Kueue's reason when it does not fit (\"topology ... allows to fit only 4 "
+        'out of 5 pod(s)").'
+    )
+    fitting: int | None = strawberry.field(
+        description="Slices (Pods, without slices) the best domain takes, when it does not fit."
+    )
+    wanted: int | None
+    slice_level: str | None
+    slice_size: int | None
+    why: str | None = strawberry.field(
+        description="What would have to change (MUST_WAIT, NEVER_FITS), or what could not be "
+        "read (UNKNOWN)."
+    )
+
+
 @strawberry.type(description="A pod set as Kueue would count it.")
 class WhatIfPodSet:
     name: str
@@ -150,6 +212,40 @@ class WhatIfPodSet:
     requests: list[ResourceQuantity] = strawberry.field(description="Per Pod.")
     total_requests: list[ResourceQuantity] = strawberry.field(description="Per Pod x count.")
     resource_groups: list[WhatIfResourceGroup]
+    topology: WhatIfTopology | None = strawberry.field(
+        default=None,
+        description="Null when the pod set asks no topology-aware scheduling, or when quota "
+        "alone keeps the Workload out (Kueue runs its TAS step only once every pod set has "
+        "flavors that fit now or may after preemption).",
+    )
+
+
+def _topology_of(t: wi.TopologyOutcome | None) -> WhatIfTopology | None:
+    if t is None:
+        return None
+    return WhatIfTopology(
+        verdict=t.verdict,
+        flavor=t.flavor,
+        topology=t.topology,
+        mode=t.mode,
+        level=t.level,
+        placed_at=t.placed_at,
+        domains=None if t.domains is None else [list(d) for d in t.domains],
+        topology_assignment=None
+        if t.assignment is None
+        else TopologyAssignment(
+            levels=list(t.assignment.levels),
+            domains=[
+                TopologyDomain(values=list(d.values), count=d.count) for d in t.assignment.domains
+            ],
+        ),
+        kueue_message=t.message or None,
+        fitting=t.fitting,
+        wanted=t.wanted,
+        slice_level=t.slice_level,
+        slice_size=t.slice_size,
+        why=t.why or None,
+    )
 
 
 @strawberry.type(
@@ -281,6 +377,7 @@ class WhatIf:
                     )
                     for g in o.groups
                 ],
+                topology=_topology_of(o.topology),
             )
             for o in self.result.pod_sets
         ]
@@ -378,9 +475,48 @@ def _pod_sets(inputs: list[WhatIfPodSetInput]) -> list[wi.ProposedPodSet]:
                     }
                     for t in ps.tolerations or []
                 ),
+                topology=_topology_request(ps.topology, f"podSets[{index}].topology"),
             )
         )
     return out
+
+
+MAX_LABEL = 317
+"""A node label key: a 253-character prefix, "/", a 63-character name."""
+
+
+def _topology_request(given: WhatIfTopologyInput | None, path: str) -> TopologyRequest | None:
+    """Kueue's PodSetTopologyRequest from the input, checked as Kueue's webhook does (one of
+    required / preferred / unconstrained at most; a slice level needs a slice size >= 1)."""
+    if given is None:
+        return None
+    levels = [given.required, given.preferred, given.slice_required]
+    if any(lv is not None and not 0 < len(lv) <= MAX_LABEL for lv in levels):
+        raise BadRequestError(f"{path}: a level is a node label key (1..{MAX_LABEL} characters)")
+    modes = [
+        m
+        for m, on in (
+            ("required", given.required is not None),
+            ("preferred", given.preferred is not None),
+            ("unconstrained", given.unconstrained),
+        )
+        if on
+    ]
+    if len(modes) > 1:
+        raise BadRequestError(f"{path}: give at most one of required, preferred, unconstrained")
+    if (given.slice_size is not None) != (given.slice_required is not None):
+        raise BadRequestError(f"{path}: sliceRequired and sliceSize go together")
+    if given.slice_size is not None and not 1 <= given.slice_size <= MAX_COUNT:
+        raise BadRequestError(f"{path}.sliceSize must be 1..{MAX_COUNT}")
+    if not modes and given.slice_required is None:
+        raise BadRequestError(
+            f"{path}: ask required, preferred, unconstrained or sliceRequired (or leave "
+            "topology out)"
+        )
+    mode = modes[0] if modes else None
+    return TopologyRequest(
+        mode, given.required or given.preferred, given.slice_required, given.slice_size
+    )
 
 
 @strawberry.type

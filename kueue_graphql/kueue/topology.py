@@ -49,6 +49,7 @@ __all__ = [
     "SCHEDULING_GATE",
     "DomainAssignment",
     "DomainRoom",
+    "TasLeaf",
     "TopologyAssignment",
     "TopologyRequest",
     "decode_assignment",
@@ -56,6 +57,7 @@ __all__ = [
     "is_tas_pod",
     "kueue_units",
     "podset_topology_request",
+    "tas_leaves",
 ]
 
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
@@ -321,6 +323,69 @@ def _tas_usage(
     return found
 
 
+@dataclass
+class TasLeaf:
+    """A leaf of a flavor's TAS snapshot (tas_flavor.go snapshot): one Node when the Topology's
+    lowest level is the hostname, else every Ready Node of one lowest-level domain."""
+
+    values: tuple[str, ...]
+    """One node-label value per level of the Topology."""
+    nodes: list[Mapping[str, Any]]
+    free: Units
+    """Allocatable minus the non-TAS usage (`freeCapacity`)."""
+    tas_used: Units
+    """What admitted TAS Workloads hold there (`tasUsage`), one "pods" per Pod."""
+
+
+def tas_leaves(
+    *,
+    levels: Sequence[str],
+    flavor: Mapping[str, Any],
+    flavor_names: frozenset[str],
+    nodes: Iterable[Mapping[str, Any]],
+    pods: Iterable[Mapping[str, Any]],
+    workloads: Iterable[Mapping[str, Any]],
+) -> dict[tuple[str, ...], TasLeaf]:
+    """The leaves of the TAS snapshot of `flavor` over a Topology with `levels`, as Kueue's
+    cache counts them (see the module's sources). `flavor_names`: every ResourceFlavor of this
+    Topology (their admitted usage counts)."""
+    node_labels = mapping(flavor, "spec", "nodeLabels")
+    leaves: dict[tuple[str, ...], TasLeaf] = {}
+    node_of_leaf: dict[str, tuple[str, ...]] = {}
+    for node in nodes:
+        own = labels(node)
+        if not _schedulable_and_ready(node) or not _matches(own, node_labels):
+            continue
+        if any(lv not in own for lv in levels):
+            continue
+        values = tuple(str(own[lv]) for lv in levels)
+        leaf = leaves.setdefault(values, TasLeaf(values, [], {}, {}))
+        leaf.nodes.append(node)
+        _add(leaf.free, _units(resource_list(dig(node, "status", "allocatable"))))
+        node_of_leaf[name(node)] = values
+    for node_name, used in _non_tas_usage(pods).items():
+        if node_name in node_of_leaf:
+            _add(leaves[node_of_leaf[node_name]].free, used, -1)
+    # An assignment names leaves by its own levels (the hostname alone, when that is the
+    # lowest level): one index per such set of levels.
+    by_levels: dict[tuple[int, ...], dict[tuple[str, ...], tuple[str, ...]]] = {}
+    for assignment, units in _tas_usage(workloads, flavor_names):
+        positions = tuple(list(levels).index(lv) for lv in assignment.levels if lv in levels)
+        if len(positions) != len(assignment.levels):
+            continue
+        if positions not in by_levels:
+            index: dict[tuple[str, ...], tuple[str, ...]] = {}
+            for values in leaves:
+                index.setdefault(tuple(values[p] for p in positions), values)
+            by_levels[positions] = index
+        for domain in assignment.domains:
+            leaf_of = by_levels[positions].get(domain.values)
+            if leaf_of is not None:
+                _add(leaves[leaf_of].tas_used, units, domain.count)
+                _add(leaves[leaf_of].tas_used, {"pods": domain.count})
+    return leaves
+
+
 def domain_rooms(
     *,
     levels: Sequence[str],
@@ -344,48 +409,32 @@ def domain_rooms(
     if level not in levels:
         return []
     depth = list(levels).index(level) + 1
-    node_labels = mapping(flavor, "spec", "nodeLabels")
     tolerations = [
         *items(flavor, "spec", "tolerations"),
         *items(pod_template, "spec", "tolerations"),
     ]
     selector = mapping(pod_template, "spec", "nodeSelector")
+    found_leaves = tas_leaves(
+        levels=levels,
+        flavor=flavor,
+        flavor_names=flavor_names,
+        nodes=nodes,
+        pods=pods,
+        workloads=workloads,
+    )
     leaves: dict[tuple[str, ...], Units] = {}
-    node_of_leaf: dict[str, tuple[str, ...]] = {}
     usable: set[tuple[str, ...]] = set()
     leaf_nodes: dict[tuple[str, ...], int] = {}
-    for node in nodes:
-        own = labels(node)
-        if not _schedulable_and_ready(node) or not _matches(own, node_labels):
-            continue
-        if any(lv not in own for lv in levels):
-            continue
-        leaf = tuple(str(own[lv]) for lv in levels)
-        _add(leaves.setdefault(leaf, {}), _units(resource_list(dig(node, "status", "allocatable"))))
-        node_of_leaf[name(node)] = leaf
-        leaf_nodes[leaf] = leaf_nodes.get(leaf, 0) + 1
-        if not _excluded_by_taint(node, tolerations) and _matches(own, selector):
-            usable.add(leaf)
-    for node_name, used in _non_tas_usage(pods).items():
-        if node_name in node_of_leaf:
-            _add(leaves[node_of_leaf[node_name]], used, -1)
-    # An assignment names leaves by its own levels (the hostname alone, when that is the
-    # lowest level): one index per such set of levels.
-    by_levels: dict[tuple[int, ...], dict[tuple[str, ...], tuple[str, ...]]] = {}
-    for assignment, units in _tas_usage(workloads, flavor_names):
-        positions = tuple(list(levels).index(lv) for lv in assignment.levels if lv in levels)
-        if len(positions) != len(assignment.levels):
-            continue
-        if positions not in by_levels:
-            index: dict[tuple[str, ...], tuple[str, ...]] = {}
-            for leaf in leaves:
-                index.setdefault(tuple(leaf[p] for p in positions), leaf)
-            by_levels[positions] = index
-        for domain in assignment.domains:
-            leaf_of = by_levels[positions].get(domain.values)
-            if leaf_of is not None:
-                _add(leaves[leaf_of], units, -domain.count)
-                _add(leaves[leaf_of], {"pods": domain.count}, -1)
+    for values, tas_leaf in found_leaves.items():
+        capacity = dict(tas_leaf.free)
+        _add(capacity, tas_leaf.tas_used, -1)
+        leaves[values] = capacity
+        leaf_nodes[values] = len(tas_leaf.nodes)
+        if any(
+            not _excluded_by_taint(node, tolerations) and _matches(labels(node), selector)
+            for node in tas_leaf.nodes
+        ):
+            usable.add(values)
     request = {**{res: kueue_units(res, v) for res, v in per_pod.items()}, "pods": 1}
     # fillInCountsHelper: Pods per slice-level domain, whole slices only, summed upwards.
     size = slice_size if slice_level in levels and slice_size and slice_size > 1 else 1

@@ -37,8 +37,12 @@ from kueue_graphql.kube.client import (
 from kueue_graphql.kube.resources import (
     CLUSTER_QUEUE,
     COHORT,
+    NODE,
+    POD,
     PRIORITY_CLASS,
     RESOURCE_FLAVOR,
+    TOPOLOGY,
+    WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
     Resource,
 )
@@ -95,7 +99,19 @@ class ServiceQuotaReads:
     object or list is read at most once per request.
     """
 
-    KINDS = (CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS, PRIORITY_CLASS)
+    KINDS = (
+        CLUSTER_QUEUE,
+        COHORT,
+        RESOURCE_FLAVOR,
+        WORKLOAD_PRIORITY_CLASS,
+        PRIORITY_CLASS,
+        # whatIf's TAS step (its verdict only, no domain or Node name is passed on): where
+        # the service may list them (ClusterRole kueue-graphql-topology-disclosure).
+        TOPOLOGY,
+        NODE,
+        POD,
+        WORKLOAD,
+    )
 
     def __init__(self, client: KubeClient, meter: ApiCallMeter) -> None:
         self._client = client

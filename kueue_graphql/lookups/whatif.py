@@ -6,6 +6,7 @@ are the caller's own and fail with FORBIDDEN / NOT_FOUND like any read. Nothing 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -18,7 +19,11 @@ from kueue_graphql.kube.resources import (
     JOB_SET,
     LOCAL_QUEUE,
     NAMESPACE,
+    NODE,
+    POD,
     PRIORITY_CLASS,
+    TOPOLOGY,
+    WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
     Resource,
 )
@@ -33,10 +38,12 @@ from kueue_graphql.lookups.disclosure import (
     QuotaView,
     quota_view,
 )
+from kueue_graphql.lookups.observed import observe
 from kueue_graphql.lookups.reader import KueueReader
 from kueue_graphql.whatif import (
     PreemptionCandidate,
     ProposedPodSet,
+    TopologyInput,
     WhatIfInput,
     pod_sets_from_job,
     pod_sets_from_job_set,
@@ -242,6 +249,73 @@ async def _candidates(
     return found, complete
 
 
+TAS_READS = {"Topologies": TOPOLOGY, "Nodes": NODE, "Pods of every namespace": POD,
+             "Workloads of every namespace": WORKLOAD}  # fmt: skip
+
+
+def _asks_tas(view: QuotaView, pod_sets: Sequence[ProposedPodSet]) -> bool:
+    """A pod set asks TAS, or a flavor of the ClusterQueue is a TAS flavor (TAS implied, or
+    Kueue refuses it to a pod set that asks none)."""
+    if any(ps.topology is not None for ps in pod_sets):
+        return True
+    cq = view.cluster_queue
+    names = {
+        str(f.get("name") or "")
+        for group in items(cq if isinstance(cq, dict) else None, "spec", "resourceGroups")
+        for f in items(group, "flavors")
+    }
+    flavors = known(view.resource_flavors) or []
+    return any(metadata(f).get("name") in names and spec(f).get("topologyName") for f in flavors)
+
+
+def _tas_of(
+    reads: Sequence[dx.Observed[list[JsonObject]]],
+    names_shown: bool = True,
+    hidden_because: str = "",
+) -> TopologyInput:
+    topologies, nodes, pods, workloads = reads
+    return TopologyInput(
+        topologies=topologies,
+        nodes=nodes,
+        pods=pods,
+        workloads=workloads,
+        names_shown=names_shown,
+        hidden_because=hidden_because,
+    )
+
+
+async def _tas_input(
+    reader: KueueReader,
+    policy: DisclosurePolicy,
+    view: QuotaView,
+    pod_sets: Sequence[ProposedPodSet],
+) -> TopologyInput:
+    """What Kueue's TAS snapshot is made of, read as the caller; where she may not, and the
+    disclosure policy is on, as the service (then no domain or Node name is shown)."""
+    if not _asks_tas(view, pod_sets):
+        return TopologyInput(hidden_because="no pod set asks topology-aware scheduling")
+    reads = await asyncio.gather(*(observe(reader.list_objects(r)) for r in TAS_READS.values()))
+    refused = [what for what, read in zip(TAS_READS, reads, strict=True) if known(read) is None]
+    if not refused:
+        return _tas_of(reads)
+    if not policy.enabled or policy.source is None:
+        return _tas_of(
+            reads,
+            names_shown=False,
+            hidden_because=f"you may not list {', '.join(refused)} (the TAS step is not "
+            "computed; the quota disclosure policy is off)",
+        )
+    source = policy.source
+    served = await asyncio.gather(*(observe(source.list_objects(r)) for r in TAS_READS.values()))
+    missing = [what for what, read in zip(TAS_READS, served, strict=True) if known(read) is None]
+    return _tas_of(
+        served,
+        names_shown=False,
+        hidden_because=f"you may not list {', '.join(refused)}"
+        + (f"; the service may not either ({', '.join(missing)})" if missing else ""),
+    )
+
+
 class WhatIfLoad:
     """The loaded input plus where its ClusterQueue figures came from."""
 
@@ -287,6 +361,7 @@ async def load_what_if(
     view = await quota_view(reader, policy, cq_name)
     labels = await _namespace_labels(reader, view, namespace)
     candidates, complete = await _candidates(reader, view, namespace)
+    tas = await _tas_input(reader, policy, view, pod_sets)
     return WhatIfLoad(
         WhatIfInput(
             namespace=namespace,
@@ -304,6 +379,7 @@ async def load_what_if(
             priority_class=priority_class.name if priority_class else None,
             candidates=candidates,
             candidates_complete=complete,
+            tas=tas,
         ),
         view,
     )

@@ -27,6 +27,8 @@ from kueue_graphql.whatif.model import (
     PreemptionCandidate,
     PreemptionTarget,
     ProposedPodSet,
+    TopologyInput,
+    TopologyOutcome,
     WhatIfInput,
     WhatIfResult,
 )
@@ -39,6 +41,8 @@ __all__ = [
     "PreemptionCandidate",
     "PreemptionTarget",
     "ProposedPodSet",
+    "TopologyInput",
+    "TopologyOutcome",
     "WhatIfInput",
     "WhatIfResult",
     "pod_sets_from_job",

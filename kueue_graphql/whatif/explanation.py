@@ -19,9 +19,11 @@ from kueue_graphql.whatif.model import (
     ZERO,
     GroupAssignment,
     PodSetOutcome,
+    TopologyOutcome,
     WhatIfInput,
     WhatIfResult,
 )
+from kueue_graphql.whatif.topology import TOPOLOGY_LIMITED_BY
 
 __all__ = ["detail", "explained"]
 
@@ -168,10 +170,15 @@ def _summary(result: WhatIfResult, namespace: str) -> str:
                 parts.append(
                     f"pod set {g.pod_set}: flavor {g.flavor} for {', '.join(g.resources)}{borrow}"
                 )
+        parts += [_placed(t) for t in _placements(result)]
         text_ = f"fits now in ClusterQueue {cq}: " + "; ".join(parts)
         if result.admission_checks:
             text_ += "; then admission checks " + ", ".join(result.admission_checks) + " decide"
         return text_
+    if result.limited_by == TOPOLOGY_LIMITED_BY:
+        return f"{verdict}: " + "; ".join(
+            _not_placed(t) for t in _placements(result) if t.verdict is result.verdict
+        )
     group = _limiting(result)
     if group is None:
         return f"{verdict}"
@@ -215,6 +222,68 @@ def _summary(result: WhatIfResult, namespace: str) -> str:
             "release it"
         )
     return f"unknown: {result.detail}" if result.detail else "unknown"
+
+
+def _placements(result: WhatIfResult) -> list[TopologyOutcome]:
+    return [o.topology for o in result.pod_sets if o.topology is not None]
+
+
+def _asked(t: TopologyOutcome) -> str:
+    where = f"one {t.level}" if t.level else "the Topology"
+    mode = f" ({t.mode})" if t.mode else ""
+    slices = (
+        f", in slices of {t.slice_size} each in one {t.slice_level}"
+        if t.slice_size and t.slice_level
+        else ""
+    )
+    return f"{where}{mode}{slices}"
+
+
+def _placed(t: TopologyOutcome) -> str:
+    head = f"pod set {t.pod_set} placed by topology-aware scheduling in {_asked(t)}"
+    fell_back = f" (falls back to {t.placed_at})" if t.placed_at and t.placed_at != t.level else ""
+    if t.domains is None:
+        return f"{head}{fell_back} (domains not shown: you may not list Nodes and Pods)"
+    names = ", ".join(d[-1] for d in t.domains)
+    return f"{head}{fell_back}: in {t.placed_at} {names}"
+
+
+def _not_placed(t: TopologyOutcome) -> str:
+    head = f"topology-aware scheduling cannot place pod set {t.pod_set} in {_asked(t)}"
+    said = f" (Kueue would say: {t.message})" if t.message else ""
+    return f"{head}{said}; {t.why}" if t.why else f"{head}{said}"
+
+
+def _topology_steps(t: TopologyOutcome) -> Iterator[str]:
+    if t.verdict is Verdict.UNKNOWN:
+        yield (
+            "Ask someone who may list Nodes, and Pods and Workloads of every namespace, for "
+            f"whatIf's TAS answer ({t.why})."
+        )
+        return
+    if t.mode == "required":
+        yield (
+            f"Relax kueue.x-k8s.io/podset-required-topology to podset-preferred-topology for "
+            f"pod set {t.pod_set}: Kueue then falls back to a wider level when no {t.level} "
+            "has room."
+        )
+    if t.slice_size and t.slice_size > 1:
+        yield f"Ask for smaller slices (kueue.x-k8s.io/podset-slice-size < {t.slice_size})."
+    unit = "slices" if t.slice_size and t.slice_size > 1 else "Pods"
+    if t.verdict is Verdict.NEVER_FITS and t.most_ever is not None and t.wanted:
+        yield (
+            f"Ask for fewer Pods per domain: the largest takes {t.most_ever} of {t.wanted} "
+            f"{unit} even with nothing running."
+        )
+    elif t.fitting is not None and t.wanted:
+        yield (
+            f"Ask for fewer Pods per domain: the best domain takes {t.fitting} of {t.wanted} "
+            f"{unit} now."
+        )
+    if t.verdict is Verdict.MUST_WAIT:
+        yield f"Submit and wait: {t.why}."
+    else:
+        yield "Or use a flavor whose Topology has domains with more capacity (more Nodes)."
 
 
 def _where(line: QuotaLine) -> str:
@@ -275,6 +344,8 @@ def _steps(result: WhatIfResult, inp: WhatIfInput) -> Iterator[str]:
             if group.verdict is Verdict.FITS_NOW:
                 continue
             yield from _group_steps(result, outcome, group, flavors)
+        if outcome.topology is not None and outcome.topology.verdict is not Verdict.FITS_NOW:
+            yield from _topology_steps(outcome.topology)
     if result.verdict in (Verdict.NEVER_FITS, Verdict.MUST_WAIT) and limited not in _QUEUE_SUMMARY:
         yield "Or submit to another LocalQueue whose ClusterQueue has room (ask whatIf for it)."
 

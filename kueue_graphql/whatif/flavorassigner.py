@@ -39,7 +39,7 @@ The quota arithmetic is kueue.quota's, shared with the diagnosis (`quota_line` o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -74,11 +74,14 @@ from kueue_graphql.whatif.modes import (
     should_try_next_flavor,
 )
 from kueue_graphql.whatif.preemption import Preemptor, preemption_policy, preemption_targets
+from kueue_graphql.whatif.topology import flavor_tas_mismatch, tas_only
 
 __all__ = ["UNFIT_FLAVOR_LIMITED_BY", "FlavorAssigner", "go_taint", "pod_set_requests"]
 
 # The limitedBy codes of a flavor that cannot take the Pods at all (checkFlavorForPodSets).
-UNFIT_FLAVOR_LIMITED_BY = frozenset({"FLAVOR_NOT_FOUND", "FLAVOR_TAINT", "FLAVOR_NODE_AFFINITY"})
+UNFIT_FLAVOR_LIMITED_BY = frozenset(
+    {"FLAVOR_NOT_FOUND", "FLAVOR_TOPOLOGY", "FLAVOR_TAINT", "FLAVOR_NODE_AFFINITY"}
+)
 
 
 def go_taint(taint: Mapping[str, Any]) -> str:
@@ -143,11 +146,17 @@ def _flavor_mismatch(
     flavors: Mapping[str, KubeObject],
     ps: ProposedPodSet,
     keys: set[str],
+    tas: tuple[Sequence[str], bool, Sequence[KubeObject] | None] = ((), False, None),
 ) -> tuple[str, str] | None:
-    """(limitedBy, Kueue's message) when the flavor cannot take the pod set at all."""
+    """(limitedBy, Kueue's message) when the flavor cannot take the pod set at all. `tas`: the
+    group's covered resources, whether the ClusterQueue is TAS-only, the Topologies read."""
     flavor = flavors.get(flavor_name)
     if flavor is None:
         return "FLAVOR_NOT_FOUND", f"flavor {flavor_name} not found"
+    covered, cluster_queue_tas_only, topologies = tas
+    tas_message = flavor_tas_mismatch(ps, flavor, covered, cluster_queue_tas_only, topologies)
+    if tas_message is not None:
+        return "FLAVOR_TOPOLOGY", tas_message
     tolerations = [*ps.tolerations, *items(flavor, "spec", "tolerations")]
     for taint in items(flavor, "spec", "nodeTaints"):
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
@@ -211,6 +220,8 @@ class FlavorAssigner:
         self.groups = _groups(cluster_queue)
         self.fungibility = mapping(cluster_queue, "spec", "flavorFungibility")
         self.cohort = text(cluster_queue, "spec", "cohortName")
+        self.tas_only = tas_only(cluster_queue, self.flavors)
+        self.topologies = known(inp.tas.topologies)
         self.assumed: dict[FlavorResource, Decimal] = {}
         self.lines: dict[FlavorResource, QuotaLine] = {}
 
@@ -328,7 +339,11 @@ class FlavorAssigner:
         attempt's mode is the least preferred of its resources' (`isPreferred`)."""
         if self.flavors_known:
             mismatch = _flavor_mismatch(
-                flavor_name, self.flavors, ps, _label_keys(group, self.flavors)
+                flavor_name,
+                self.flavors,
+                ps,
+                _label_keys(group, self.flavors),
+                (group.covered, self.tas_only, self.topologies),
             )
             if mismatch is not None:
                 return _Attempt(

@@ -10,6 +10,7 @@ from typing import Any
 from kueue_graphql.kueue.model import KubeObject
 from kueue_graphql.kueue.objects import items, mapping
 from kueue_graphql.kueue.podsets import per_pod_requests
+from kueue_graphql.kueue.topology import podset_topology_request
 from kueue_graphql.whatif.model import ProposedPodSet
 
 __all__ = ["pod_sets_from_job", "pod_sets_from_job_set"]
@@ -25,7 +26,10 @@ def _pods_per_job(job_spec: Mapping[str, Any]) -> int:
     return count
 
 
-def _pod_set(name: str, count: int, pod_spec: Mapping[str, Any]) -> ProposedPodSet:
+def _pod_set(name: str, count: int, template: Mapping[str, Any]) -> ProposedPodSet:
+    """A pod set from its Pod template: requests, node constraints and (Kueue's
+    `kueue.x-k8s.io/podset-*-topology` annotations) its TAS request."""
+    pod_spec = mapping(template, "spec")
     terms = items(
         pod_spec,
         "affinity",
@@ -40,6 +44,7 @@ def _pod_set(name: str, count: int, pod_spec: Mapping[str, Any]) -> ProposedPodS
         node_selector={str(k): str(v) for k, v in mapping(pod_spec, "nodeSelector").items()},
         affinity_terms=tuple(terms),
         tolerations=tuple(items(pod_spec, "tolerations")),
+        topology=podset_topology_request({"template": template}),
     )
 
 
@@ -47,7 +52,7 @@ def pod_sets_from_job(job: KubeObject) -> list[ProposedPodSet]:
     """The pod set Kueue makes for a batch/v1 Job (pkg/controller/jobs/job: one pod set
     "main", count = parallelism, or completions when smaller), per Pod as Kueue counts it."""
     job_spec = mapping(job, "spec")
-    return [_pod_set("main", _pods_per_job(job_spec), mapping(job_spec, "template", "spec"))]
+    return [_pod_set("main", _pods_per_job(job_spec), mapping(job_spec, "template"))]
 
 
 def pod_sets_from_job_set(job_set: KubeObject) -> list[ProposedPodSet]:
@@ -61,6 +66,7 @@ def pod_sets_from_job_set(job_set: KubeObject) -> list[ProposedPodSet]:
         if not isinstance(replicas, int) or isinstance(replicas, bool):
             replicas = 1
         count = replicas * _pods_per_job(job_spec)
-        pod_spec = mapping(job_spec, "template", "spec")
-        out.append(_pod_set(str(replicated.get("name") or ""), count, pod_spec))
+        out.append(
+            _pod_set(str(replicated.get("name") or ""), count, mapping(job_spec, "template"))
+        )
     return out

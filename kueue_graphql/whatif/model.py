@@ -21,6 +21,7 @@ from kueue_graphql.kueue.model import (
     Reason,
     Verdict,
 )
+from kueue_graphql.kueue.topology import TopologyAssignment, TopologyRequest
 
 __all__ = [
     "RANK",
@@ -31,6 +32,8 @@ __all__ = [
     "PreemptionCandidate",
     "PreemptionTarget",
     "ProposedPodSet",
+    "TopologyInput",
+    "TopologyOutcome",
     "WhatIfInput",
     "WhatIfResult",
 ]
@@ -55,6 +58,54 @@ class ProposedPodSet:
     affinity_terms: tuple[Mapping[str, Any], ...] = ()
     """requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms, as JSON."""
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    topology: TopologyRequest | None = None
+    """Its topology-aware scheduling request (the `kueue.x-k8s.io/podset-*-topology`
+    annotations of its template); None when it asks none."""
+
+
+@dataclass(frozen=True)
+class TopologyInput:
+    """What Kueue's TAS snapshot is made of, as read: the Topologies, the Nodes, the Pods and
+    the Workloads of every namespace. `names_shown`: read by the caller (else by the service
+    under the disclosure policy: the verdict without domain or Node names)."""
+
+    topologies: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    nodes: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    pods: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    workloads: Observed[Sequence[KubeObject]] = field(default_factory=Absent)
+    names_shown: bool = True
+    hidden_because: str = ""
+
+
+@dataclass(frozen=True)
+class TopologyOutcome:
+    """Where Kueue's TAS step would place one pod set now (kueue.tas_placement), or why not."""
+
+    pod_set: str
+    verdict: Verdict
+    flavor: str | None
+    topology: str | None
+    mode: str | None
+    """required, preferred, unconstrained; None for a slice-only request or implied TAS."""
+    level: str | None
+    """The level asked (Kueue's fallback for an implied or slice-only request)."""
+    placed_at: str | None = None
+    """The level at which Kueue found the domain(s) (a preferred level may fall back)."""
+    domains: tuple[tuple[str, ...], ...] | None = None
+    """The domains at `placed_at`, their values from the top level down; None when hidden."""
+    assignment: TopologyAssignment | None = None
+    """The topologyAssignment Kueue would write; None when it does not fit or is hidden."""
+    message: str = ""
+    """Kueue's reason when it does not fit now ("topology ... allows to fit only 4 out of 5
+    pod(s)")."""
+    fitting: int | None = None
+    wanted: int | None = None
+    most_ever: int | None = None
+    """NEVER_FITS: the slices (Pods) the best domain would take with nothing running."""
+    slice_level: str | None = None
+    slice_size: int | None = None
+    why: str = ""
+    """MUST_WAIT / NEVER_FITS / UNKNOWN: what would have to change, or what was not read."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +164,7 @@ class WhatIfInput:
     may read (preemption candidates)."""
     candidates_complete: bool = False
     """`candidates` are every admitted Workload of those ClusterQueues."""
+    tas: TopologyInput = field(default_factory=TopologyInput)
 
 
 @dataclass(frozen=True)
@@ -163,6 +215,7 @@ class PodSetOutcome:
     per_pod: Mapping[str, Decimal]
     total: Mapping[str, Decimal]
     groups: tuple[GroupAssignment, ...]
+    topology: TopologyOutcome | None = None
 
 
 @dataclass(frozen=True)

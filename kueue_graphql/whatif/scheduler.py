@@ -9,8 +9,10 @@ may not be shown (disclosure) and the answer explained (explanation).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kueue_graphql.kueue.messages import parse_kueue_message
-from kueue_graphql.kueue.model import QuotaLine, ReasonSource, Verdict, known
+from kueue_graphql.kueue.model import KubeObject, QuotaLine, ReasonSource, Verdict, known
 from kueue_graphql.kueue.objects import items, name, text
 from kueue_graphql.kueue.quota import FlavorResource
 from kueue_graphql.whatif.disclosure import (
@@ -30,8 +32,28 @@ from kueue_graphql.whatif.model import (
     WhatIfInput,
     WhatIfResult,
 )
+from kueue_graphql.whatif.topology import TOPOLOGY_LIMITED_BY, TopologyStep
 
 __all__ = ["what_if"]
+
+
+def _topology_step(
+    inp: WhatIfInput, cq: KubeObject, outcomes: list[PodSetOutcome], messages: list[str]
+) -> list[PodSetOutcome]:
+    """assignFlavors' TAS step once every pod set has its flavors: placed now when quota fits
+    (Kueue's mode Fit), the first that does not fit giving Kueue's message; else (and after
+    that first failure) as if no TAS Workload were admitted."""
+    step = TopologyStep(inp, cq)
+    quota_fits = all(g.verdict is Verdict.FITS_NOW for o in outcomes for g in o.groups)
+    placed: list[PodSetOutcome] = []
+    for ps, outcome in zip(inp.pod_sets, outcomes, strict=True):
+        found = step.place(ps, outcome, quota_fits)
+        if found is not None and quota_fits and found.verdict is not Verdict.FITS_NOW:
+            if found.message:
+                messages.append(f"couldn't assign flavors to pod set {ps.name}: {found.message}")
+            quota_fits = False
+        placed.append(replace(outcome, topology=found))
+    return placed
 
 
 def what_if(inp: WhatIfInput) -> WhatIfResult:
@@ -97,6 +119,8 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
                 PodSetOutcome(ps.name, ps.count, dict(ps.per_pod), requests, tuple(assignments))
             )
         lines = assigner.lines
+        if not stopped:
+            outcomes = _topology_step(inp, cq, outcomes, messages)
     else:
         for ps in inp.pod_sets:
             outcomes.append(
@@ -104,6 +128,7 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
             )
 
     all_groups = [g for o in outcomes for g in o.groups]
+    placements = [o.topology for o in outcomes if o.topology is not None]
     limited_by: str | None
     if blocked is not None:
         verdict, limited_by, message = blocked
@@ -118,6 +143,9 @@ def what_if(inp: WhatIfInput) -> WhatIfResult:
             if worst is not None and worst.verdict is not Verdict.FITS_NOW
             else None
         )
+        placed = min(placements, key=lambda t: RANK[t.verdict], default=None)
+        if placed is not None and RANK[placed.verdict] < RANK[verdict]:
+            verdict, limited_by = placed.verdict, TOPOLOGY_LIMITED_BY
         kueue_message = (
             "; ".join(messages) if messages and verdict is not Verdict.FITS_NOW else None
         )

@@ -126,6 +126,24 @@ def test_quota_disclosure_grants_its_reads_and_passes_the_flag(helm: Path) -> No
     assert "--quota-disclosure=quota" in args(on)
 
 
+def test_topology_disclosure_adds_what_the_tas_verdict_reads(helm: Path) -> None:
+    quota = _granted(
+        cluster_role(rendered(helm, "--set", "quotaDisclosure=verdict")), READ_VERBS.__contains__
+    )
+    with_tas = rendered(
+        helm, "--set", "quotaDisclosure=verdict", "--set", "topologyDisclosure=true"
+    )
+    assert _granted(cluster_role(with_tas), READ_VERBS.__contains__) - quota == {
+        ("", "nodes"),
+        ("", "pods"),
+        (resources.KUEUE_GROUP, "workloads"),
+        (resources.KUEUE_GROUP, "topologies"),
+    }
+    # Without the quota disclosure policy the service reads nothing, whatever this says.
+    alone = rendered(helm, "--set", "topologyDisclosure=true")
+    assert _granted(cluster_role(alone), READ_VERBS.__contains__) == set()
+
+
 @pytest.mark.cluster
 @pytest.mark.parametrize("values", COMBINATIONS.values(), ids=COMBINATIONS.keys())
 def test_template_applies_with_server_side_dry_run(

@@ -20,6 +20,9 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # kind -> (collection path prefix, resource, namespaced)
 RESOURCES: dict[str, tuple[str, str, bool]] = {
     "Namespace": ("/api/v1", "namespaces", False),
+    "Node": ("/api/v1", "nodes", False),
+    "Pod": ("/api/v1", "pods", True),
+    "Topology": (KUEUE, "topologies", False),
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "Job": ("/apis/batch/v1", "jobs", True),
     "LimitRange": ("/api/v1", "limitranges", True),

@@ -59,27 +59,12 @@ query D($ns: String!, $job: String!) {
 """
 
 
-def _workload_of(cluster: Cluster, job: str) -> dict[str, Any] | None:
-    for wl in cluster.get_json("workloads", "-n", setting.NS)["items"]:
-        owners = wl["metadata"].get("ownerReferences") or []
-        if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
-            return dict(wl)
-    return None
-
-
-def _condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
-    for c in ((wl or {}).get("status") or {}).get("conditions") or []:
-        if c.get("type") == kind:
-            return dict(c)
-    return {}
-
-
 def _admitted_and_bound(cluster: Cluster, job: str, pods: int) -> None:
     """Kueue admitted the Job's Workload, lifted every Pod's topology gate, and kube-scheduler
     bound each Pod (to the Node of its domain)."""
 
     def done() -> bool:
-        if _condition(_workload_of(cluster, job), "Admitted").get("status") != "True":
+        if setting.condition(setting.workload_of(cluster, job), "Admitted").get("status") != "True":
             return False
         listed = cluster.get_json("pods", "-n", setting.NS, "-l", f"job-name={job}")["items"]
         return len(listed) == pods and all(
@@ -90,7 +75,7 @@ def _admitted_and_bound(cluster: Cluster, job: str, pods: int) -> None:
 
 
 def _tas_message(cluster: Cluster, job: str) -> str:
-    reserved = _condition(_workload_of(cluster, job), "QuotaReserved")
+    reserved = setting.condition(setting.workload_of(cluster, job), "QuotaReserved")
     message = str(reserved.get("message") or "")
     return message if reserved.get("status") == "False" and 'topology "' in message else ""
 

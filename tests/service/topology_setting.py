@@ -124,6 +124,22 @@ NON_TAS_POD = {
 }  # fmt: skip
 
 
+def workload_of(cluster: Cluster, job: str) -> dict[str, Any] | None:
+    """The Workload Kueue made for Job `job` of the setting's namespace."""
+    for wl in cluster.get_json("workloads", "-n", NS)["items"]:
+        owners = wl["metadata"].get("ownerReferences") or []
+        if any(o.get("kind") == "Job" and o.get("name") == job for o in owners):
+            return dict(wl)
+    return None
+
+
+def condition(wl: dict[str, Any] | None, kind: str) -> dict[str, Any]:
+    for c in ((wl or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return {}
+
+
 def make_nodes(cluster: Cluster) -> None:
     """The Nodes, Ready as tests/cluster/driver.py makes its fake Nodes (no kubelet runs)."""
     apply(cluster, [_node(n) for n in NODES])
