@@ -14,7 +14,7 @@ from tests.kueue_port.kube import admin_client
 from tests.kueue_port.tas_port import TasCase, TasOutcome, clean_up, load_tas_cases, run_tas_case
 from tests.service.conftest import running_server
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.cluster, pytest.mark.changes_nodes]
 
 CASES = load_tas_cases()
 WHAT_IF = """

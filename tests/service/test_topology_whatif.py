@@ -39,7 +39,7 @@ from tests.service.conftest import Server, running_server, server_in_mode
 from tests.teardown import remove
 from tests.waiting import SETTLE_SECONDS, wait_until
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.cluster, pytest.mark.changes_nodes]
 
 WHAT_IF = """
 query Q($ns: String!, $lq: String!, $pods: [WhatIfPodSetInput!]!) {
