@@ -31,13 +31,14 @@ RUN_LAST = ("changes_nodes", "disrupts_cluster")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked `changes_nodes` (the TAS modules: test_topology.py, test_topology_whatif.py,
-    kueue_port/test_tas_port.py add Nodes, then remove them) run after all others but the disruptive ones: kube-scheduler retries a Pending Pod when
-    a Node is added, and its PodScheduled message then counts those Nodes ("0/8 nodes are
-    available") until its next retry, minutes after they are gone; docs/why.md#3's printed answer
-    ran into that. Tests marked `disrupts_cluster` (tests/service/test_fault.py freezes
-    kube-apiserver) run last: the subscription load test that opens 60 subscriptions timed out
-    when it ran after the fault test in the same process, even 20 s after the API server was
-    back. Within each group the order is kept."""
+    kueue_port/test_tas_port.py add Nodes, then remove them) run after all others but the
+    disruptive ones: kube-scheduler retries a Pending Pod when a Node is added, and its
+    PodScheduled message then counts those Nodes ("0/8 nodes are available") until its next
+    retry, minutes after they are gone; docs/why.md#3's printed answer ran into that. Tests
+    marked `disrupts_cluster` (tests/service/test_fault.py freezes kube-apiserver) run last: the
+    subscription load test that opens 60 subscriptions timed out when it ran after the fault test
+    in the same process, even 20 s after the API server was back. Within each group the order
+    is kept."""
 
     def rank(item: pytest.Item) -> int:
         marked = [i for i, name in enumerate(RUN_LAST) if item.get_closest_marker(name)]
