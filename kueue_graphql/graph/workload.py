@@ -34,6 +34,7 @@ from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.owners import (
     controller_reference,
     owner_facts,
+    owner_status,
     owner_suspended,
     suspended_by,
 )
@@ -172,7 +173,8 @@ class WorkloadOwner:
         return self.loaded
 
     @field(
-        description="Whether the owner is suspended: `spec.suspend` (Job, JobSet), Kueue's "
+        description="Whether the owner is suspended: `spec.suspend` (Job, JobSet, RayJob, "
+        "RayCluster), Kueue's "
         "scheduling gate (Pod); null for a kind without one (StatefulSet: its Pods are gated)."
     )
     async def suspended(self, info: Info) -> bool | None:
@@ -190,6 +192,14 @@ class WorkloadOwner:
     async def conditions(self, info: Info) -> list[Condition] | None:
         found = await self.obj(info)
         return conditions(found) if found is not None else None
+
+    @field(
+        description="The kind's own one-word state, where it has one: a RayJob's "
+        "`status.jobDeploymentStatus`, a RayCluster's `status.state`; null when unset (e.g. "
+        "before the KubeRay operator acted) or for other kinds (read `conditions`)."
+    )
+    async def state(self, info: Info) -> str | None:
+        return owner_status(await self.obj(info))
 
     @field(description="Who creates its Pods once Kueue admits it.")
     def pods_created_by(self) -> str | None:
