@@ -28,7 +28,7 @@ from kueue_graphql.graph.topology_assignment import (
     topology_request_of,
 )
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import JOB_SET, OWNER_KINDS, WORKLOAD
+from kueue_graphql.kube.resources import JOB_SET, OWNER_KINDS, RAY_JOB, WORKLOAD
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.owners import (
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from kueue_graphql.graph.localqueue import LocalQueue
     from kueue_graphql.graph.pod import Pod
     from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
+    from kueue_graphql.graph.rayjob import RayJob
 
 
 @strawberry.enum(description="kueuectl's workload status: the furthest stage reached.")
@@ -440,6 +441,21 @@ class Workload(KubeObject):
             and str(owner.get("apiVersion", "")).startswith(f"{JOB_SET.group}/")
         ):
             return JobSet.ref(str(owner["name"]), self.ref_namespace)
+        return None
+
+    @field(description="The owning RayJob (ray.io), when the owner is one.")
+    async def ray_job(
+        self, info: Info
+    ) -> Annotated[RayJob, strawberry.lazy("kueue_graphql.graph.rayjob")] | None:
+        from kueue_graphql.graph.rayjob import RayJob
+
+        owner = _controller_owner(await self.obj(info))
+        if (
+            owner
+            and owner.get("kind") == "RayJob"
+            and str(owner.get("apiVersion", "")).startswith(f"{RAY_JOB.group}/")
+        ):
+            return RayJob.ref(str(owner["name"]), self.ref_namespace)
         return None
 
     @field(description="The owning batch/v1 Job, when the owner is one.")
