@@ -171,7 +171,10 @@ async def test_bob_is_refused_as_kubectl_refuses_him(
 
 SUBSCRIPTION = """
 subscription Live($ns: String!, $kind: String!, $name: String!) {
-  diagnosis(namespace: $ns, kind: $kind, name: $name) { stage layer owner { kind name } }
+  diagnosis(namespace: $ns, kind: $kind, name: $name) {
+    stage layer owner { kind name } blockingObject { __typename }
+    reasons { code message }
+  }
 }
 """
 
@@ -185,8 +188,13 @@ async def test_diagnosis_subscription_follows_a_rayjob(
         await sub.subscribe("1", SUBSCRIPTION, variables)
         message = await asyncio.wait_for(sub.receive(), SETTLE_SECONDS)
     assert message["type"] == "next", message
-    assert message["payload"]["data"]["diagnosis"] == {
+    pushed = message["payload"]["data"]["diagnosis"]
+    reasons = pushed.pop("reasons")
+    assert pushed == {
         "stage": "ADMITTED_PODS_PENDING",
         "layer": "RUNTIME",
         "owner": {"kind": "RayJob", "name": ADMITTED},
+        "blockingObject": {"__typename": "RayJob"},
     }
+    [no_pods] = [r for r in reasons if r["code"] == "NoPodsYet"]
+    assert "no RayCluster yet" in no_pods["message"]

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
+from kueue_graphql.lookups.reader import KueueReader
+from kueue_graphql.lookups.whatif import PriorityClassRef, job_pod_sets
 from kueue_graphql.whatif import pod_sets_of, pod_specs_from_ray_job, pod_specs_of_ray_cluster
 
 
@@ -71,3 +73,47 @@ def test_a_rayclusters_pod_sets_have_no_submitter() -> None:
         ("tpu", 8),
         ("unset", 1),
     ]
+
+
+class _Reads:
+    """Answers `get` with one object: all `job_pod_sets` reads."""
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+
+    async def get(self, resource: Any, namespace: str | None, name: str) -> dict[str, Any]:
+        return self.obj
+
+
+async def test_the_priority_class_is_the_first_pod_sets_that_names_one() -> None:
+    # Kueue's ExtractPriority: the first pod set with a priorityClassName, here a worker group's
+    # (the head names none); the priority-class label wins over it.
+    ray_job = _ray_job("K8sJobMode")
+    ray_job["metadata"] = {"labels": {"kueue.x-k8s.io/queue-name": "lq"}}
+    workers = ray_job["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+    workers[1]["template"]["spec"]["priorityClassName"] = "high"
+    workers[2]["template"]["spec"]["priorityClassName"] = "low"
+    reads = cast("KueueReader", _Reads(ray_job))
+    pod_sets, queue, ref = await job_pod_sets(reads, "ns", "rj", "RayJob")
+    assert [p.name for p in pod_sets][-1] == "submitter"
+    assert queue == "lq"
+    assert ref == PriorityClassRef("high", pod_only=True)
+    ray_job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "wpc"
+    _, _, ref = await job_pod_sets(reads, "ns", "rj", "RayJob")
+    assert ref == PriorityClassRef("wpc", workload_only=True)
+
+
+async def test_a_jobsets_priority_class_may_come_from_a_later_replicated_job() -> None:
+    def replicated(name: str, priority_class: str | None) -> dict[str, Any]:
+        pod = _pod("1")
+        if priority_class:
+            pod["priorityClassName"] = priority_class
+        return {"name": name, "replicas": 1, "template": {"spec": {"template": {"spec": pod}}}}
+
+    job_set = {
+        "kind": "JobSet",
+        "metadata": {},
+        "spec": {"replicatedJobs": [replicated("driver", None), replicated("workers", "high")]},
+    }
+    _, _, ref = await job_pod_sets(cast("KueueReader", _Reads(job_set)), "ns", "js", "JobSet")
+    assert ref == PriorityClassRef("high", pod_only=True)
