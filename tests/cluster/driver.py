@@ -1400,8 +1400,12 @@ class _Starter:
                     "workloads", "-n", "team-a", "-l", f"kueue.x-k8s.io/job-uid={uid}"
                 )["items"]
                 got = _conditions(items[0] if items else {}).get(type_, {})
-                unsuspended = status != "True" or owner["spec"].get("suspend") is not True
-                return got.get("status") == status and bool(got.get("message")) and unsuspended
+                if status == "True":  # admitted, and unsuspended by Kueue
+                    return got.get("status") == "True" and owner["spec"].get("suspend") is not True
+                # refused for quota (not only waiting for the new ClusterQueue to be Active)
+                return got.get("status") == status and "couldn't assign flavors" in str(
+                    got.get("message")
+                )
 
             return check
 

@@ -83,7 +83,7 @@ async def test_held_for_quota(server: Server, cluster: Cluster, user: str) -> No
     d = (await ask(server, cluster, user, DIAGNOSE, "RayJob", HELD))["diagnose"]
     assert (d["stage"], d["layer"]) == ("WAITING_FOR_QUOTA_RESERVATION", "KUEUE")
     assert d["owner"] == {"kind": "RayJob", "name": HELD}
-    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-owners-2cpu", "namespace": None}
+    assert d["blockingRef"] == {"kind": "ClusterQueue", "name": "cq-ray-2cpu", "namespace": None}
     # head 1 + workers 2 x 1 + submitter 0.5 = 3.5 CPU against 2.
     assert "ExceedsMaxQuota" in {r["code"] for r in d["reasons"]}
     assert d["pods"] == []
@@ -138,7 +138,7 @@ async def test_workload_for_a_held_rayjob(server: Server, cluster: Cluster, user
     shown = kubectl_json(cluster, user, "rayjob", HELD)
     assert ray_job["suspend"] is shown["spec"]["suspend"] is True
     assert ray_job["submissionMode"] == shown["spec"]["submissionMode"] == "K8sJobMode"
-    assert ray_job["queueName"] == "lq-owners-small"
+    assert ray_job["queueName"] == "lq-ray"
     assert ray_job["workload"] == {"name": w["name"]}
 
 
