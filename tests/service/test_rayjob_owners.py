@@ -46,6 +46,7 @@ query Why($ns: String!, $kind: String!, $name: String!) {
     blockingObject { __typename ... on RayJob { name jobDeploymentStatus rayClusterName } }
     reasons { code message }
     pods { pod { name } }
+    nextSteps
   }
 }
 """
@@ -111,6 +112,13 @@ async def test_admitted_but_no_raycluster_names_the_kuberay_operator(
     assert no_pods["message"].startswith(f"admitted, but RayJob {ADMITTED} has no RayCluster yet")
     assert "the KubeRay operator (ray-operator) has not acted" in no_pods["message"]
     assert d["summary"] == no_pods["message"]
+    # Not the kubelet: the controller that should have acted.
+    assert d["nextSteps"] == [
+        "Kueue's part is done; who acts next: the KubeRay operator (ray-operator), which creates "
+        "the RayCluster (named in status.rayClusterName) and its head and worker Pods, and in "
+        "K8sJobMode the submitter Job. Check that it runs and what it reports (its logs; the "
+        "RayJob's status and events)."
+    ]
     # As kubectl shows the same user: Kueue unsuspended it, no RayCluster and no Pod exist.
     ray_job = kubectl_json(cluster, user, "rayjob", ADMITTED)
     assert ray_job["spec"].get("suspend") is not True
