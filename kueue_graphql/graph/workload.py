@@ -28,7 +28,7 @@ from kueue_graphql.graph.topology_assignment import (
     topology_request_of,
 )
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import JOB_SET, OWNER_KINDS, RAY_JOB, WORKLOAD
+from kueue_graphql.kube.resources import JOB, JOB_SET, OWNER_KINDS, RAY_JOB, WORKLOAD, Resource
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.owners import (
@@ -143,6 +143,16 @@ class OwnerReference:
 def _controller_owner(obj: JsonObject) -> dict[str, Any] | None:
     found = controller_reference(obj)
     return dict(found) if found is not None else None
+
+
+def _owner_named(obj: JsonObject, resource: Resource) -> str | None:
+    """The name of the Workload's controlling owner when it is of `resource`'s kind and group."""
+    owner = _controller_owner(obj)
+    if owner is None or owner.get("kind") != resource.kind:
+        return None
+    if not str(owner.get("apiVersion", "")).startswith(f"{resource.group}/"):
+        return None
+    return str(owner.get("name", "")) or None
 
 
 @strawberry.enum(description="Who holds a suspended owner.")
@@ -434,14 +444,8 @@ class Workload(KubeObject):
     ) -> Annotated[JobSet, strawberry.lazy("kueue_graphql.graph.jobset")] | None:
         from kueue_graphql.graph.jobset import JobSet
 
-        owner = _controller_owner(await self.obj(info))
-        if (
-            owner
-            and owner.get("kind") == "JobSet"
-            and str(owner.get("apiVersion", "")).startswith(f"{JOB_SET.group}/")
-        ):
-            return JobSet.ref(str(owner["name"]), self.ref_namespace)
-        return None
+        owned = _owner_named(await self.obj(info), JOB_SET)
+        return JobSet.ref(owned, self.ref_namespace) if owned else None
 
     @field(description="The owning RayJob (ray.io), when the owner is one.")
     async def ray_job(
@@ -449,14 +453,8 @@ class Workload(KubeObject):
     ) -> Annotated[RayJob, strawberry.lazy("kueue_graphql.graph.rayjob")] | None:
         from kueue_graphql.graph.rayjob import RayJob
 
-        owner = _controller_owner(await self.obj(info))
-        if (
-            owner
-            and owner.get("kind") == "RayJob"
-            and str(owner.get("apiVersion", "")).startswith(f"{RAY_JOB.group}/")
-        ):
-            return RayJob.ref(str(owner["name"]), self.ref_namespace)
-        return None
+        owned = _owner_named(await self.obj(info), RAY_JOB)
+        return RayJob.ref(owned, self.ref_namespace) if owned else None
 
     @field(description="The owning batch/v1 Job, when the owner is one.")
     async def job(
@@ -464,14 +462,8 @@ class Workload(KubeObject):
     ) -> Annotated[Job, strawberry.lazy("kueue_graphql.graph.job")] | None:
         from kueue_graphql.graph.job import Job
 
-        owner = _controller_owner(await self.obj(info))
-        if (
-            owner
-            and owner.get("kind") == "Job"
-            and str(owner.get("apiVersion", "")).startswith("batch/")
-        ):
-            return Job.ref(str(owner["name"]), self.ref_namespace)
-        return None
+        owned = _owner_named(await self.obj(info), JOB)
+        return Job.ref(owned, self.ref_namespace) if owned else None
 
 
 async def workload_of_owner(info: Info, namespace: str, kind: str, name: str) -> Workload | None:
