@@ -13,7 +13,7 @@ from typing import Any
 
 from kueue_graphql.cli.render import WHAT_IF_QUERY, WHY_QUERY, render_diagnosis, render_what_if
 from kueue_graphql.kube.kubeconfig_error import KubeConfigError
-from kueue_graphql.kube.resources import TARGET_KINDS, canonical_kind
+from kueue_graphql.kube.resources import TARGET_KINDS, WHAT_IF_KINDS, canonical_kind
 from kueue_graphql.kueue.quantity import QUANTITY_SYNTAX, QuantityError, parse_quantity
 
 __all__ = ["VERDICT_EXIT", "fits", "parse_target", "what_if_pod_set", "why"]
@@ -189,9 +189,10 @@ async def why(args: argparse.Namespace) -> int:
             args.kind,
             _context_namespace(args.kubeconfig, args.context),
         )
-        if args.what_if and kind not in ("Job", "JobSet"):
+        if args.what_if and kind not in WHAT_IF_KINDS:
             raise ValueError(
-                "--what-if takes a Job or a JobSet (its pod templates are what would be submitted)"
+                f"--what-if takes a {', '.join(WHAT_IF_KINDS)} (its pod templates are what "
+                "would be submitted)"
             )
         if args.what_if:
             query = WHAT_IF_QUERY

@@ -14,6 +14,7 @@ from kueue_graphql.kueue.limits_prose import limit_levers
 from kueue_graphql.kueue.messages import parse_taint
 from kueue_graphql.kueue.model import KubeObject, QuotaLine, Reason, Verdict, Visibility
 from kueue_graphql.kueue.objects import items, name, text
+from kueue_graphql.kueue.owners import owner_facts
 from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = ["commands_for", "next_steps_for"]
@@ -461,7 +462,15 @@ def _steps(
     if d.stage in (Stage.FINISHED_SUCCEEDED, Stage.FINISHED_FAILED):
         yield "Nothing to do: the Workload has finished and released its quota."
     if d.stage is Stage.ADMITTED_PODS_PENDING and d.layer is Layer.RUNTIME:
-        yield "Look at the node and the Pod's container statuses: the kubelet holds it."
+        no_pods = any(r.code == Code.NO_PODS_YET for r in d.reasons)
+        facts = owner_facts(d.owner.kind) if d.owner is not None else None
+        if no_pods and d.owner is not None and facts is not None:
+            yield (
+                f"Kueue's part is done; who acts next: {facts.pods_created_by}. Check that it "
+                f"runs and what it reports (its logs; the {d.owner.kind}'s status and events)."
+            )
+        else:
+            yield "Look at the node and the Pod's container statuses: the kubelet holds it."
 
 
 def _cmd(*args: str) -> str:

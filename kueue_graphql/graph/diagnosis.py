@@ -23,6 +23,7 @@ from kueue_graphql.graph.localqueue import LocalQueue
 from kueue_graphql.graph.node import Node, global_id
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.quantity import Quantity, exact, replaced_by
+from kueue_graphql.graph.rayjob import RayJob
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
 from kueue_graphql.graph.topology_assignment import TopologyPlacement, topology_placement_of
 from kueue_graphql.graph.workload import Workload
@@ -311,7 +312,8 @@ BlockingObject = Annotated[
     | KubernetesNode
     | Workload
     | Job
-    | JobSet,
+    | JobSet
+    | RayJob,
     strawberry.union(
         "BlockingObject", description="The object that holds the workload, navigable."
     ),
@@ -327,6 +329,7 @@ _BLOCKING_TYPES: dict[str, Any] = {
     "Workload": Workload,
     "Job": Job,
     "JobSet": JobSet,
+    "RayJob": RayJob,
 }
 
 

@@ -33,6 +33,7 @@ from kueue_graphql.graph.namespace import Namespace
 from kueue_graphql.graph.node import Node
 from kueue_graphql.graph.pod import Pod
 from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
+from kueue_graphql.graph.rayjob import RayJob
 from kueue_graphql.graph.resourceflavor import ResourceFlavor
 from kueue_graphql.graph.topology import Topology
 from kueue_graphql.graph.workload import Workload
@@ -47,6 +48,7 @@ KUBE_OBJECT_TYPES: tuple[type[KubeObject], ...] = (
     LocalQueue,
     Namespace,
     Pod,
+    RayJob,
     ResourceFlavor,
     Topology,
     Workload,

@@ -21,6 +21,7 @@ from kueue_graphql.graph.namespace import NamespaceQuery
 from kueue_graphql.graph.node_query import NodeQuery
 from kueue_graphql.graph.pod import PodQuery
 from kueue_graphql.graph.priorityclass import WorkloadPriorityClassQuery
+from kueue_graphql.graph.rayjob import RayJobQuery
 from kueue_graphql.graph.resourceflavor import ResourceFlavorQuery
 from kueue_graphql.graph.topology import TopologyQuery
 from kueue_graphql.graph.viewer import ViewerQuery
@@ -40,6 +41,7 @@ ROOT_FIELD_GROUPS: tuple[type, ...] = (
     TopologyQuery,
     JobQuery,
     JobSetQuery,
+    RayJobQuery,
     PodQuery,
     EventQuery,
     KubernetesNodeQuery,

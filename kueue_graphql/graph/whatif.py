@@ -101,7 +101,8 @@ class ObjectNameInput:
     name: str
     kind: str = strawberry.field(
         default="Job",
-        description="Job or JobSet, as kubectl types it (`jobset`, `jobsets.jobset.x-k8s.io`).",
+        description="Job, JobSet, RayJob or RayCluster, as kubectl types it (`jobset`, "
+        "`rayjobs.ray.io`).",
     )
 
 
@@ -523,7 +524,8 @@ def _topology_request(given: WhatIfTopologyInput | None, path: str) -> TopologyR
 class WhatIfQuery:
     @field(
         description="Would it fit? Kueue's flavor assignment and verdict for Pods that are not "
-        "submitted yet: `podSets`, or the pod templates of an existing Job or JobSet (`fromJob`, "
+        "submitted yet: `podSets`, or the pod templates of an existing Job, JobSet, RayJob or "
+        "RayCluster (`fromJob`, "
         "its pod sets as Kueue computes them; its "
         "queue-name label is the default `localQueue`). Needs `get` on the LocalQueue; "
         "ClusterQueue figures only where the caller may read it or the quota disclosure "

@@ -28,12 +28,13 @@ from kueue_graphql.graph.topology_assignment import (
     topology_request_of,
 )
 from kueue_graphql.kube.client import JsonObject
-from kueue_graphql.kube.resources import JOB_SET, OWNER_KINDS, WORKLOAD
+from kueue_graphql.kube.resources import JOB, JOB_SET, OWNER_KINDS, RAY_JOB, WORKLOAD, Resource
 from kueue_graphql.kueue.conditions import workload_status
 from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.owners import (
     controller_reference,
     owner_facts,
+    owner_status,
     owner_suspended,
     suspended_by,
 )
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from kueue_graphql.graph.localqueue import LocalQueue
     from kueue_graphql.graph.pod import Pod
     from kueue_graphql.graph.priorityclass import WorkloadPriorityClass
+    from kueue_graphql.graph.rayjob import RayJob
 
 
 @strawberry.enum(description="kueuectl's workload status: the furthest stage reached.")
@@ -143,6 +145,16 @@ def _controller_owner(obj: JsonObject) -> dict[str, Any] | None:
     return dict(found) if found is not None else None
 
 
+def _owner_named(obj: JsonObject, resource: Resource) -> str | None:
+    """The name of the Workload's controlling owner when it is of `resource`'s kind and group."""
+    owner = _controller_owner(obj)
+    if owner is None or owner.get("kind") != resource.kind:
+        return None
+    if not str(owner.get("apiVersion", "")).startswith(f"{resource.group}/"):
+        return None
+    return str(owner.get("name", "")) or None
+
+
 @strawberry.enum(description="Who holds a suspended owner.")
 class SuspendedBy(Enum):
     KUEUE = "kueue"
@@ -172,7 +184,8 @@ class WorkloadOwner:
         return self.loaded
 
     @field(
-        description="Whether the owner is suspended: `spec.suspend` (Job, JobSet), Kueue's "
+        description="Whether the owner is suspended: `spec.suspend` (Job, JobSet, RayJob, "
+        "RayCluster), Kueue's "
         "scheduling gate (Pod); null for a kind without one (StatefulSet: its Pods are gated)."
     )
     async def suspended(self, info: Info) -> bool | None:
@@ -190,6 +203,14 @@ class WorkloadOwner:
     async def conditions(self, info: Info) -> list[Condition] | None:
         found = await self.obj(info)
         return conditions(found) if found is not None else None
+
+    @field(
+        description="The kind's own one-word state, where it has one: a RayJob's "
+        "`status.jobDeploymentStatus`, a RayCluster's `status.state`; null when unset (e.g. "
+        "before the KubeRay operator acted) or for other kinds (read `conditions`)."
+    )
+    async def state(self, info: Info) -> str | None:
+        return owner_status(await self.obj(info))
 
     @field(description="Who creates its Pods once Kueue admits it.")
     def pods_created_by(self) -> str | None:
@@ -423,14 +444,17 @@ class Workload(KubeObject):
     ) -> Annotated[JobSet, strawberry.lazy("kueue_graphql.graph.jobset")] | None:
         from kueue_graphql.graph.jobset import JobSet
 
-        owner = _controller_owner(await self.obj(info))
-        if (
-            owner
-            and owner.get("kind") == "JobSet"
-            and str(owner.get("apiVersion", "")).startswith(f"{JOB_SET.group}/")
-        ):
-            return JobSet.ref(str(owner["name"]), self.ref_namespace)
-        return None
+        owned = _owner_named(await self.obj(info), JOB_SET)
+        return JobSet.ref(owned, self.ref_namespace) if owned else None
+
+    @field(description="The owning RayJob (ray.io), when the owner is one.")
+    async def ray_job(
+        self, info: Info
+    ) -> Annotated[RayJob, strawberry.lazy("kueue_graphql.graph.rayjob")] | None:
+        from kueue_graphql.graph.rayjob import RayJob
+
+        owned = _owner_named(await self.obj(info), RAY_JOB)
+        return RayJob.ref(owned, self.ref_namespace) if owned else None
 
     @field(description="The owning batch/v1 Job, when the owner is one.")
     async def job(
@@ -438,14 +462,8 @@ class Workload(KubeObject):
     ) -> Annotated[Job, strawberry.lazy("kueue_graphql.graph.job")] | None:
         from kueue_graphql.graph.job import Job
 
-        owner = _controller_owner(await self.obj(info))
-        if (
-            owner
-            and owner.get("kind") == "Job"
-            and str(owner.get("apiVersion", "")).startswith("batch/")
-        ):
-            return Job.ref(str(owner["name"]), self.ref_namespace)
-        return None
+        owned = _owner_named(await self.obj(info), JOB)
+        return Job.ref(owned, self.ref_namespace) if owned else None
 
 
 async def workload_of_owner(info: Info, namespace: str, kind: str, name: str) -> Workload | None:

@@ -63,6 +63,9 @@ NAMESPACE = Resource("Namespace", "", "v1", "namespaces", namespaced=False)
 DEPLOYMENT = Resource("Deployment", "apps", "v1", "deployments", namespaced=True)
 STATEFUL_SET = Resource("StatefulSet", "apps", "v1", "statefulsets", namespaced=True)
 JOB_SET = Resource("JobSet", "jobset.x-k8s.io", "v1alpha2", "jobsets", namespaced=True)
+# KubeRay (github.com/ray-project/kuberay/ray-operator v1.6.0, the version Kueue v0.17.0 requires).
+RAY_JOB = Resource("RayJob", "ray.io", "v1", "rayjobs", namespaced=True)
+RAY_CLUSTER = Resource("RayCluster", "ray.io", "v1", "rayclusters", namespaced=True)
 
 # Kueue's visibility API (an aggregated API served by the Kueue manager): pending workloads in
 # queue order, as the subresource `pendingworkloads` of a LocalQueue.
@@ -73,10 +76,21 @@ VISIBILITY_LOCAL_QUEUE = Resource(
 # Owner kinds `workloadFor` can navigate by type, keyed by Kubernetes kind: the kinds whose
 # Workload Kueue's job framework owns by an ownerReference (kueue/owners.py says how each one's
 # Pods are found). A Deployment owns no Workload: Kueue makes one per Pod (pod integration).
-OWNER_KINDS = {"Job": JOB, "JobSet": JOB_SET, "StatefulSet": STATEFUL_SET, "Pod": POD}
+OWNER_KINDS = {
+    "Job": JOB,
+    "JobSet": JOB_SET,
+    "RayJob": RAY_JOB,
+    "RayCluster": RAY_CLUSTER,
+    "StatefulSet": STATEFUL_SET,
+    "Pod": POD,
+}
+
+# The kinds whose pod sets whatIf(fromJob) computes as Kueue does (lookups/whatif.py).
+WHAT_IF_KINDS = ("Job", "JobSet", "RayJob", "RayCluster")
 
 # kubectl's short names, as the API server's discovery lists them (`kubectl api-resources`):
-# JobSet's CRD (sigs.k8s.io/jobset v0.11.1) declares none, batch Jobs have none.
+# JobSet's CRD (sigs.k8s.io/jobset v0.11.1) and KubeRay's RayJob and RayCluster CRDs (ray-operator
+# v1.6.0, config/crd/bases) declare none, batch Jobs have none.
 SHORT_NAMES = {
     "StatefulSet": ("sts",),
     "Pod": ("po",),

@@ -8,6 +8,10 @@ them, and who suspends the owner. Taken from Kueue v0.17.0 and the controllers i
   `labelAndAnnotateObject`): its child Jobs and their Pods carry `jobset.sigs.k8s.io/jobset-uid`
   and `jobset.sigs.k8s.io/replicatedjob-name`; Kueue's Workload has one pod set per replicated
   job (kueue pkg/controller/jobs/jobset/jobset_controller.go, `PodSets`).
+- ray.io RayJob and RayCluster (kueue pkg/controller/jobs/rayjob, raycluster; KubeRay
+  ray-operator v1.6.0): the KubeRay operator creates a RayJob's RayCluster once Kueue unsuspends
+  it, names it in the RayJob's `status.rayClusterName`, and labels the cluster's Pods
+  `ray.io/cluster=<RayCluster name>` (Kueue's own `PodLabelSelector` for both kinds).
 - apps/v1 StatefulSet (kueue pkg/controller/jobs/statefulset/statefulset_webhook.go,
   statefulset_reconciler.go): one pod group, its Pods labelled
   `kueue.x-k8s.io/pod-group-name=<Workload name>`, the Workload owned by the StatefulSet.
@@ -42,6 +46,9 @@ REPLICATED_JOB_NAME_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 POD_GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
+RAY_CLUSTER_LABEL = "ray.io/cluster"
+RAY_KINDS = ("RayJob", "RayCluster")
+KUBERAY_OPERATOR = "the KubeRay operator (ray-operator)"
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,8 @@ class OwnerKind:
     """Who creates (or releases) the Pods once Kueue admits the Workload."""
     suspend_field: str
     """Where the owner's suspension is, as a user would look for it."""
+    status_field: str | None = None
+    """The kind's own one-word state in its status, where it has one."""
 
 
 OWNER_KIND_FACTS = {
@@ -63,6 +72,14 @@ OWNER_KIND_FACTS = {
         "controller for each child Job",
         "spec.suspend",
     ),
+    "RayJob": OwnerKind(
+        "RayJob",
+        f"{KUBERAY_OPERATOR}, which creates the RayCluster (named in status.rayClusterName) and "
+        "its head and worker Pods, and in K8sJobMode the submitter Job",
+        "spec.suspend",
+        "jobDeploymentStatus",
+    ),
+    "RayCluster": OwnerKind("RayCluster", f"{KUBERAY_OPERATOR}", "spec.suspend", "state"),
     "StatefulSet": OwnerKind(
         "StatefulSet",
         "kube-controller-manager's statefulset controller (Kueue then removes the "
@@ -79,6 +96,46 @@ OWNER_KIND_FACTS = {
 
 def owner_facts(kind: str) -> OwnerKind | None:
     return OWNER_KIND_FACTS.get(kind)
+
+
+def owner_status(owner: KubeObject | None) -> str | None:
+    """The owner's own one-word state (`OwnerKind.status_field`): a RayJob's
+    `status.jobDeploymentStatus`, a RayCluster's `status.state`; None when unset or the kind has
+    none."""
+    facts = owner_facts(text(owner, "kind") or "") if owner is not None else None
+    if facts is None or facts.status_field is None:
+        return None
+    return text(owner, "status", facts.status_field) or None
+
+
+def ray_cluster_of(
+    owner: KubeObject | None, kind: str | None, workload: KubeObject | None
+) -> str | None:
+    """The RayCluster whose Pods a Ray owner hands off to: a RayCluster itself (by the Workload's
+    reference when it was not read); a RayJob's `status.rayClusterName`, None until the KubeRay
+    operator has created one (or when the RayJob was not read)."""
+    if kind == "RayCluster":
+        if owner is not None:
+            return name(owner) or None
+        ref = controller_reference(workload)
+        return str(ref["name"]) if ref is not None and ref.get("name") else None
+    if kind == "RayJob" and owner is not None:
+        return text(owner, "status", "rayClusterName") or None
+    return None
+
+
+def no_child_yet(owner: KubeObject | None) -> str | None:
+    """What an admitted owner's controller has not made yet, when the kind makes an object
+    between the owner and its Pods: a RayJob without a RayCluster."""
+    if owner is None or text(owner, "kind") != "RayJob":
+        return None
+    if text(owner, "status", "rayClusterName"):
+        return None
+    state = text(owner, "status", "jobDeploymentStatus") or "empty"
+    return (
+        f"no RayCluster yet: {KUBERAY_OPERATOR} has not acted on it (status.rayClusterName is "
+        f"unset, status.jobDeploymentStatus is {state})"
+    )
 
 
 def controller_reference(workload: KubeObject | None) -> Mapping[str, Any] | None:
@@ -114,6 +171,15 @@ def pods_selector(kind: str | None, owner_uid: str | None, group: str | None) ->
     if kind == "JobSet" and owner_uid:
         return f"{JOB_SET_UID_LABEL}={owner_uid}"
     return None
+
+
+def ray_pods_selector(cluster: str) -> str:
+    """The Pods of a RayCluster (Kueue's `PodLabelSelector` for RayJob and RayCluster)."""
+    return f"{RAY_CLUSTER_LABEL}={cluster}"
+
+
+def ray_pod_belongs(pod: KubeObject, cluster: str) -> bool:
+    return labels(pod).get(RAY_CLUSTER_LABEL) == cluster
 
 
 def pod_group_of(
@@ -156,7 +222,8 @@ def gated_by_kueue(pod: KubeObject) -> bool:
 
 
 def owner_suspended(owner: KubeObject | None) -> bool | None:
-    """The owner's own suspend state: `spec.suspend` where the kind has it (Job, JobSet), Kueue's
+    """The owner's own suspend state: `spec.suspend` where the kind has it (Job, JobSet, RayJob,
+    RayCluster), Kueue's
     scheduling gate for a Pod; None for kinds without one (a StatefulSet's Pods are gated one by
     one)."""
     if owner is None:
@@ -166,7 +233,7 @@ def owner_suspended(owner: KubeObject | None) -> bool | None:
         return suspend
     if text(owner, "kind") == "Pod":
         return gated_by_kueue(owner)
-    if text(owner, "kind") in ("Job", "JobSet"):
+    if text(owner, "kind") in ("Job", "JobSet", *RAY_KINDS):
         return False
     return None
 
@@ -217,21 +284,29 @@ __all__ = [
     "ADMISSION_GATE",
     "JOB_SET_NAME_LABEL",
     "JOB_SET_UID_LABEL",
+    "KUBERAY_OPERATOR",
     "POD_GROUP_NAME_LABEL",
+    "RAY_CLUSTER_LABEL",
+    "RAY_KINDS",
     "REPLICATED_JOB_NAME_LABEL",
     "OwnerKind",
     "controller_reference",
     "gated_by_kueue",
     "group_total_count",
     "is_pod_group_workload",
+    "no_child_yet",
     "owner_facts",
     "owner_kind_of",
+    "owner_status",
     "owner_suspended",
     "owner_uid_of",
     "pod_belongs",
     "pod_group_name",
     "pod_group_of",
     "pods_selector",
+    "ray_cluster_of",
+    "ray_pod_belongs",
+    "ray_pods_selector",
     "scheduling_gates",
     "suspended_by",
 ]

@@ -22,7 +22,10 @@ from kueue_graphql.kube.resources import (
     NODE,
     POD,
     PRIORITY_CLASS,
+    RAY_CLUSTER,
+    RAY_JOB,
     TOPOLOGY,
+    WHAT_IF_KINDS,
     WORKLOAD,
     WORKLOAD_PRIORITY_CLASS,
     Resource,
@@ -45,13 +48,22 @@ from kueue_graphql.whatif import (
     ProposedPodSet,
     TopologyInput,
     WhatIfInput,
-    pod_sets_from_job,
-    pod_sets_from_job_set,
+    pod_sets_of,
+    pod_specs_from_job,
+    pod_specs_from_job_set,
+    pod_specs_from_ray_job,
+    pod_specs_of_ray_cluster,
 )
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 # What `fromJob` reads, by kind, and how Kueue makes its pod sets.
-FROM_KINDS = {"Job": (JOB, pod_sets_from_job), "JobSet": (JOB_SET, pod_sets_from_job_set)}
+FROM_KINDS = {
+    "Job": (JOB, pod_specs_from_job),
+    "JobSet": (JOB_SET, pod_specs_from_job_set),
+    "RayJob": (RAY_JOB, pod_specs_from_ray_job),
+    "RayCluster": (RAY_CLUSTER, pod_specs_of_ray_cluster),
+}
+assert tuple(FROM_KINDS) == WHAT_IF_KINDS
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 
 __all__ = [
@@ -77,34 +89,31 @@ class PriorityClassRef:
 async def job_pod_sets(
     reader: KueueReader, namespace: str, name: str, kind: str = "Job"
 ) -> tuple[list[ProposedPodSet], str | None, PriorityClassRef | None]:
-    """The pod sets Kueue would make for an existing Job or JobSet, the LocalQueue it names, and
-    its priority class (Kueue: the priority-class label, else the Pods' priorityClassName, of
-    the first pod set for a JobSet)."""
+    """The pod sets Kueue would make for an existing Job, JobSet, RayJob or RayCluster, the
+    LocalQueue it names, and its priority class (Kueue's jobframework `ExtractPriority`: the
+    priority-class label, else the priorityClassName of the first pod set that has one)."""
     if kind not in FROM_KINDS:
         raise BadRequestError(
-            f"fromJob takes a Job or a JobSet (kind), not {kind[:64]!r}: Kueue's pod sets are "
-            "computed for those"
+            f"fromJob takes a {', '.join(FROM_KINDS)} (kind), not {kind[:64]!r}: Kueue's pod "
+            "sets are computed for those"
         )
-    resource, pod_sets_of = FROM_KINDS[kind]
+    resource, specs_of = FROM_KINDS[kind]
     owner = await reader.get(resource, namespace, name)
     labels = metadata(owner).get("labels") or {}
     queue = labels.get(QUEUE_NAME_LABEL)
+    specs = specs_of(owner)
     ref: PriorityClassRef | None = None
     if labels.get(PRIORITY_CLASS_LABEL):
         ref = PriorityClassRef(str(labels[PRIORITY_CLASS_LABEL]), workload_only=True)
     else:
-        templates = (
-            [mapping(owner, "spec", "template", "spec")]
-            if kind == "Job"
-            else [
-                mapping(r, "template", "spec", "template", "spec")
-                for r in items(owner, "spec", "replicatedJobs")
-            ]
-        )
-        pod = templates[0] if templates else {}
-        if pod.get("priorityClassName"):
-            ref = PriorityClassRef(str(pod["priorityClassName"]), pod_only=True)
-    return pod_sets_of(owner), str(queue) if queue else None, ref
+        named = [
+            str(pod_spec["priorityClassName"])
+            for pod_spec in (mapping(template, "spec") for _, _, template in specs)
+            if pod_spec.get("priorityClassName")
+        ]
+        if named:
+            ref = PriorityClassRef(named[0], pod_only=True)
+    return pod_sets_of(specs), str(queue) if queue else None, ref
 
 
 async def _class_value(

@@ -19,7 +19,16 @@ Pure: the caller passes the objects it could read (Observed markers for the rest
 numbers may be shown.
 """
 
-from kueue_graphql.whatif.job import pod_sets_from_job, pod_sets_from_job_set
+from kueue_graphql.whatif.job import (
+    PodSpecSet,
+    pod_sets_from_job,
+    pod_sets_from_job_set,
+    pod_sets_of,
+    pod_specs_from_job,
+    pod_specs_from_job_set,
+    pod_specs_from_ray_job,
+    pod_specs_of_ray_cluster,
+)
 from kueue_graphql.whatif.model import (
     FlavorAttempt,
     GroupAssignment,
@@ -38,6 +47,7 @@ __all__ = [
     "FlavorAttempt",
     "GroupAssignment",
     "PodSetOutcome",
+    "PodSpecSet",
     "PreemptionCandidate",
     "PreemptionTarget",
     "ProposedPodSet",
@@ -47,5 +57,10 @@ __all__ = [
     "WhatIfResult",
     "pod_sets_from_job",
     "pod_sets_from_job_set",
+    "pod_sets_of",
+    "pod_specs_from_job",
+    "pod_specs_from_job_set",
+    "pod_specs_from_ray_job",
+    "pod_specs_of_ray_cluster",
     "what_if",
 ]

@@ -873,6 +873,10 @@ class _Starter:
             progress.step("applying the JobSet scenarios (70-jobsets.yaml)")
             self._apply_file(MANIFESTS / "70-jobsets.yaml")
             self._wait_job_set_scenarios()
+        if "kuberay" in {c.name for c in self.integrations}:
+            progress.step("applying the RayJob scenarios (72-rayjobs.yaml)")
+            self._apply_file(MANIFESTS / "72-rayjobs.yaml")
+            self._wait_ray_job_scenarios()
         if self.integrations:
             progress.step("applying the pod-group scenarios (71-pod-groups.yaml)")
             self._apply_file(MANIFESTS / "71-pod-groups.yaml")
@@ -1426,6 +1430,42 @@ class _Starter:
                 ("team-a", "js-running-workers-1"): "Running",
             }
         )
+
+    def _wait_ray_job_scenarios(self) -> None:
+        """72-rayjobs.yaml (Kueue alone, no KubeRay operator): one refused quota, one admitted
+        and unsuspended by Kueue."""
+
+        def condition(ray_job: str, type_: str, status: str) -> Callable[[], bool]:
+            def check() -> bool:
+                found = self.cluster.kubectl(
+                    "get", "rayjob", ray_job, "-n", "team-a", "-o", "json", check=False
+                )
+                if found.returncode != 0:
+                    return False
+                owner = json.loads(found.stdout)
+                uid = owner["metadata"]["uid"]
+                items = self.cluster.get_json(
+                    "workloads", "-n", "team-a", "-l", f"kueue.x-k8s.io/job-uid={uid}"
+                )["items"]
+                got = _conditions(items[0] if items else {}).get(type_, {})
+                if status == "True":  # admitted, and unsuspended by Kueue
+                    return got.get("status") == "True" and owner["spec"].get("suspend") is not True
+                # refused for quota (not only waiting for the new ClusterQueue to be Active)
+                return got.get("status") == status and "couldn't assign flavors" in str(
+                    got.get("message")
+                )
+
+            return check
+
+        checks = [
+            ("rj-too-big is refused quota", condition("rj-too-big", "QuotaReserved", "False")),
+            (
+                "rj-admitted-no-raycluster is admitted and unsuspended",
+                condition("rj-admitted-no-raycluster", "Admitted", "True"),
+            ),
+        ]
+        for what, check in checks:
+            _wait(what, check, START_SECONDS, self.progress, self.launcher.logs / "kueue.log")
 
     def _wait_pod_group_scenarios(self) -> None:
         """71-pod-groups.yaml: Kueue's Workloads for the StatefulSets and the Deployment's Pods

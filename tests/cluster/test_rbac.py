@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.driver import Cluster
+from tests.cluster.driver import Cluster, selected_integrations
 
 pytestmark = pytest.mark.cluster
+
+# KubeRay's kinds exist only where its CRDs are installed (KGQL_INTEGRATIONS names kuberay): read
+# like JobSets, by a tenant in their namespace and by viewer everywhere (10-tenancy.yaml).
+RAY_ACCESS = (
+    [
+        ("alice", "rayjobs", "team-a", True),
+        ("alice", "rayclusters", "team-a", True),
+        ("alice", "rayjobs", "team-b", False),
+        ("bob", "rayjobs", "team-a", False),
+        ("viewer", "rayjobs", "team-b", True),
+        ("viewer", "rayclusters", "team-a", True),
+        ("nobody", "rayjobs", "team-a", False),
+    ]
+    if "kuberay" in {c.name for c in selected_integrations()}
+    else []
+)
 
 
 def can(cluster: Cluster, user: str, *args: str) -> bool:
@@ -45,6 +61,7 @@ def test_alice_lists_her_workloads_and_is_forbidden_in_team_b(cluster: Cluster) 
         ("nobody", "clusterqueues", None, False),
         ("grace", "workloads", "team-a", True),
         ("grace", "workloads", "team-b", False),
+        *RAY_ACCESS,
     ],
 )
 def test_user_access_matches_bindings(

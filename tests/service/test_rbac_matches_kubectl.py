@@ -239,6 +239,27 @@ if "jobset" in {c.name for c in started(selected_integrations())}:
         ),
     ]
 
+# KubeRay's RayJobs, managed by Kueue alone (72-rayjobs.yaml; the KubeRay operator does not run,
+# so no RayCluster and no Pod exist to compare).
+if "kuberay" in {c.name for c in selected_integrations()}:
+    PROBES += [
+        Probe(
+            "one rayjob of team-a",
+            ("get", "rayjob", "rj-admitted-no-raycluster", "-n", "team-a"),
+            '{ rayJob(namespace: "team-a", name: "rj-admitted-no-raycluster") { name } }',
+            ("rayJob",),
+        ),
+        Probe(
+            "rayjobs in team-b (none)",
+            ("get", "rayjob", "rj-too-big", "-n", "team-b"),
+            '{ rayJob(namespace: "team-b", name: "rj-too-big") { name } }',
+            ("rayJob",),
+        ),
+        by_global_id(
+            ("get", "rayjob", "rj-too-big", "-n", "team-a"), "RayJob", "team-a", "rj-too-big"
+        ),
+    ]
+
 # Kueue's Pod-based integrations (71-pod-groups.yaml), on whenever any controller is.
 if selected_integrations():
     PROBES += [

@@ -18,6 +18,7 @@ from kueue_graphql.cli.render import WHAT_IF_QUERY
 from tests.cluster.driver import Cluster, selected_integrations
 from tests.cluster.integrations import SWITCH, started
 from tests.service.conftest import Server
+from tests.service.whatif_oracle import assert_agrees_with_kueue
 from tests.teardown import remove, remove_pods
 from tests.waiting import wait_until
 
@@ -157,17 +158,4 @@ async def test_what_if_from_a_jobset_agrees_with_kueue(
     submitted = f"oracle-js-{case}"
     cluster.apply_objects([_job_set(submitted, queue, copy.deepcopy(replicated))])
     workload = wait_until(f"Kueue's decision on {submitted}", lambda: _decided(cluster, submitted))
-    assert [(p["name"], p["count"]) for p in answer["podSets"]] == [
-        (p["name"], p["count"]) for p in workload["spec"]["podSets"]
-    ]
-    [reserved] = [c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved"]
-    if reserved["status"] == "True":
-        assert answer["verdict"] == "FITS_NOW", answer
-        admitted = workload["status"]["admission"]["podSetAssignments"]
-        kueue_flavors = {a["name"]: a["flavors"] for a in admitted}
-        for pod_set in answer["podSets"]:
-            flavors = {r: g["flavor"] for g in pod_set["resourceGroups"] for r in g["resources"]}
-            assert flavors == kueue_flavors[pod_set["name"]], (pod_set, admitted)
-    else:
-        assert answer["verdict"] in ("NEVER_FITS", "MUST_WAIT"), answer
-        assert answer["kueueMessage"] == reserved["message"], (answer, reserved)
+    assert_agrees_with_kueue(answer, workload)

@@ -8,9 +8,14 @@ import pytest
 
 from kueue_graphql.kube.resources import canonical_kind
 from kueue_graphql.kueue.owners import (
+    no_child_yet,
+    owner_status,
     pod_belongs,
     pod_group_of,
     pods_selector,
+    ray_cluster_of,
+    ray_pod_belongs,
+    ray_pods_selector,
     suspended_by,
 )
 
@@ -95,4 +100,53 @@ def test_who_suspends_an_owner(
     ],
 )
 def test_kinds_as_kubectl_users_type_them(typed: str, kind: str) -> None:
+    assert canonical_kind(typed) == kind
+
+
+def _ray_job(cluster: str | None, deployment: str | None = None) -> dict[str, Any]:
+    state: dict[str, str] = {}
+    if cluster:
+        state["rayClusterName"] = cluster
+    if deployment:
+        state["jobDeploymentStatus"] = deployment
+    return {"kind": "RayJob", "metadata": {"name": "rj", "uid": "rj-uid"}, "status": state}
+
+
+def test_a_rayjobs_pods_are_its_rayclusters_once_the_operator_made_one() -> None:
+    # Kueue's PodLabelSelector for a RayJob: ray.io/cluster=<status.rayClusterName>.
+    assert ray_cluster_of(_ray_job(None), "RayJob", None) is None
+    assert ray_cluster_of(_ray_job("rj-raycluster-x7"), "RayJob", None) == "rj-raycluster-x7"
+    assert ray_pods_selector("rj-raycluster-x7") == "ray.io/cluster=rj-raycluster-x7"
+    mine = pod("rj-head", {"ray.io/cluster": "rj-raycluster-x7"})
+    assert ray_pod_belongs(mine, "rj-raycluster-x7")
+    assert not ray_pod_belongs(pod("other-head", {"ray.io/cluster": "other"}), "rj-raycluster-x7")
+    # A RayCluster hands off to its own Pods, by its name (from the Workload when not read).
+    workload = {
+        "metadata": {"ownerReferences": [{"kind": "RayCluster", "name": "rc", "controller": True}]}
+    }
+    assert ray_cluster_of(None, "RayCluster", workload) == "rc"
+
+
+def test_an_admitted_rayjob_without_a_raycluster_says_the_operator_has_not_acted() -> None:
+    missing = no_child_yet(_ray_job(None))
+    assert missing is not None
+    assert "no RayCluster yet" in missing
+    assert "KubeRay operator" in missing
+    assert "jobDeploymentStatus is empty" in missing
+    assert no_child_yet(_ray_job("rj-raycluster-x7", "Initializing")) is None
+    assert owner_status(_ray_job("rj-raycluster-x7", "Initializing")) == "Initializing"
+    assert owner_status(_ray_job(None)) is None
+
+
+@pytest.mark.parametrize(
+    ("typed", "kind"),
+    [
+        ("rayjob", "RayJob"),
+        ("RayJobs", "RayJob"),
+        ("rayjobs.ray.io", "RayJob"),
+        ("raycluster", "RayCluster"),
+        ("rayclusters.ray.io", "RayCluster"),
+    ],
+)
+def test_ray_kinds_as_kubectl_types_them(typed: str, kind: str) -> None:
     assert canonical_kind(typed) == kind

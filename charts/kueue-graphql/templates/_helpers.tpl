@@ -67,6 +67,8 @@ tests/chart checks that this list and the service's agree.
 # The other owners of Workloads the service follows to their Pods (kube/resources.py OWNER_KINDS).
 - apiGroups: [jobset.x-k8s.io]
   resources: [jobsets]
+- apiGroups: [ray.io]
+  resources: [rayjobs, rayclusters]
 - apiGroups: [""]
   resources: [pods, events, nodes, namespaces]
 # Kueue's manager Deployment, read for Diagnosis.kueueVersion (the caller's own access decides);

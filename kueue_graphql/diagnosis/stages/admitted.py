@@ -20,7 +20,7 @@ from kueue_graphql.kueue.objects import (
     ref,
     text,
 )
-from kueue_graphql.kueue.owners import owner_facts
+from kueue_graphql.kueue.owners import no_child_yet, owner_facts
 from kueue_graphql.kueue.topology import SCHEDULING_GATE
 from kueue_graphql.kueue.vocabulary import Code
 
@@ -67,7 +67,10 @@ def admitted(ctx: Context) -> Diagnosis:
                 quota,
             )
         message = "admitted, but the owner's controller has not created Pods yet"
-        if owner is not None and facts is not None:
+        missing = no_child_yet(ctx.owner)
+        if owner is not None and missing is not None:
+            message = f"admitted, but {owner.kind} {owner.name} has {missing}"
+        elif owner is not None and facts is not None:
             message = (
                 f"admitted, but no Pod of {owner.kind} {owner.name} exists yet: "
                 f"{facts.pods_created_by} has not created them"
