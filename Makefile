@@ -8,11 +8,14 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 RUN := $(UV) run --frozen
 # Use the machine's Python 3.11; never download an interpreter (only package registries are reachable).
 export UV_PYTHON_DOWNLOADS := never
-# The test control plane runs the JobSet controller (and Kueue's Pod-based integrations) unless
-# told otherwise: the owner scenarios beyond batch Jobs are then part of `make test`. Measured: no
-# slower start (44-55 s vs 46 s to ready, under load), +130 MiB RSS, a cold JobSet build of ~14 min
-# (cached after). KGQL_INTEGRATIONS=none make test for the batch/Job-only control plane.
-export KGQL_INTEGRATIONS ?= jobset
+# The test control plane runs the JobSet controller (and Kueue's Pod-based integrations) and has
+# KubeRay's CRDs with Kueue managing RayJobs and RayClusters (the KubeRay operator is not built:
+# Kueue alone admits them) unless told otherwise: the owner scenarios beyond batch Jobs are then
+# part of `make test`. Measured: JobSet no slower start (44-55 s vs 46 s to ready, under load),
+# +130 MiB RSS, a cold JobSet build of ~14 min (cached after); KubeRay's CRDs +11 s to ready and
+# +340 MiB RSS (kube-apiserver), no build. KGQL_INTEGRATIONS=none make test for the
+# batch/Job-only control plane.
+export KGQL_INTEGRATIONS ?= jobset,kuberay
 # MultiKueue (issue 25), opt-in until the service reads workers: KGQL_MULTIKUEUE=1 make cluster-up
 # also starts two worker control planes (.cluster/worker-1, worker-2: the same binaries, each its own
 # etcd, kube-apiserver, controller-manager, scheduler and Kueue) and the manager's MultiKueue objects
