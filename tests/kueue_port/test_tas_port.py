@@ -33,10 +33,14 @@ async def outcomes(
 ) -> AsyncIterator[dict[str, Any]]:
     """Every selected case once, one after the other (their Nodes are cluster-wide), each
     cleaned up."""
+    # This module's items only: other modules parametrize a "case" of their own (a str).
     selected = {
         item.callspec.params["case"].id
         for item in request.session.items
-        if hasattr(item, "callspec") and "case" in item.callspec.params
+        if isinstance(item, pytest.Function)
+        and item.module is request.module
+        and hasattr(item, "callspec")
+        and "case" in item.callspec.params
     }
     kube = admin_client(cluster)
     found: dict[str, TasOutcome | str] = {}

@@ -20,7 +20,7 @@ from tests.service.conftest import Server, server_in_mode
 from tests.service.test_subscriptions import JOB as LIVE_JOB
 from tests.service.test_subscriptions import SCENARIO as LIVE_SCENARIO
 from tests.teardown import remove, remove_pods
-from tests.waiting import SETTLE_SECONDS
+from tests.waiting import SETTLE_SECONDS, async_wait_until
 
 pytestmark = [pytest.mark.cluster, pytest.mark.both_read_modes]
 
@@ -89,13 +89,24 @@ async def test_the_default_cache_normalises_and_a_subscription_refreshes_it(
     server: Server, cluster: Cluster, scenario: None
 ) -> None:
     token = cluster.token("alice")
-    held = await server.query(
-        'query Held($ns: String!, $job: String!) { diagnose(namespace: $ns, kind: "Job", '
-        "name: $job) { id stage } }",
-        {"ns": NAMESPACE, "job": JOB},
-        token=token,
+    stages: list[str] = []
+
+    async def held() -> bool:
+        answer = await server.query(
+            'query Held($ns: String!, $job: String!) { diagnose(namespace: $ns, kind: "Job", '
+            "name: $job) { id stage } }",
+            {"ns": NAMESPACE, "job": JOB},
+            token=token,
+        )
+        stages.append(answer["data"]["diagnose"]["stage"])
+        return stages[-1] == "WAITING_FOR_QUOTA_RESERVATION"
+
+    # Kueue makes the Job's Workload shortly after the scenario is applied (NO_WORKLOAD_YET
+    # until then: the assertion here once named a stage that does not exist, "NO_WORKLOAD", and
+    # failed when the query came first).
+    await async_wait_until(
+        "the Job held for quota", held, SETTLE_SECONDS, detail=lambda: f"stages {stages[-3:]}"
     )
-    assert held["data"]["diagnose"]["stage"] in {"WAITING_FOR_QUOTA_RESERVATION", "NO_WORKLOAD"}
     env = {
         "KGQL_URL": f"{server.url}/graphql",
         "KGQL_TOKEN": token,
