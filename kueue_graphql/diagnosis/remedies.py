@@ -374,6 +374,32 @@ def _topology_gated(c: _Case) -> Iterator[str]:
     )
 
 
+def _node_failed(c: _Case) -> Iterator[str]:
+    node = c.r.object.name if c.r.object is not None else None
+    if node is not None:
+        yield (
+            f"Find out why Node {node} failed (kubectl describe node {node}): its kubelet, or "
+            "whoever tainted it. Once its Pods there terminate (the node lifecycle controller "
+            "evicts them after their not-ready toleration, 300 s by default, or delete them) "
+            "Kueue moves the Workload's share to a replacement Node."
+        )
+    yield (
+        "Kueue finds a replacement only in the same topology domain as the Pods that still "
+        "run and only at the first try (TASFailedNodeReplacementFailFast): keep spare room in "
+        "each domain, or ask with kueue.x-k8s.io/podset-preferred-topology so the whole "
+        "Workload may move elsewhere after an eviction."
+    )
+
+
+def _node_failures(c: _Case) -> Iterator[str]:
+    yield (
+        "Kueue found no replacement for the failed Node and evicted the Workload; it requeues "
+        "it and places every Pod anew. Check that its new Pods start, and that the failed "
+        "Node is repaired or removed (its Terminating Pods stay until its kubelet returns or "
+        "they are force-deleted)."
+    )
+
+
 def _said(c: _Case) -> Iterator[str]:
     yield _SAID[Code(c.r.code)].format(cq=c.cq, lq=c.lq, flavor=c.r.flavor, resource=c.r.resource)
 
@@ -409,6 +435,9 @@ _REMEDIES: dict[Code, Callable[[_Case], Iterator[str]]] = {
     Code.REQUEUE_BACKOFF: _requeue_backoff,
     Code.TOPOLOGY_PLACEMENT_FAILED: _topology_placement,
     Code.TOPOLOGY_GATED: _topology_gated,
+    Code.TOPOLOGY_NODE_UNHEALTHY: _node_failed,
+    Code.TOPOLOGY_NODE_REPLACEMENT: _node_failed,
+    Code.NODE_FAILURES: _node_failures,
 }
 """The next steps for each cause code; a code not listed has none of its own."""
 

@@ -30,6 +30,7 @@ from kueue_graphql.graph.topology_assignment import (
 from kueue_graphql.kube.client import JsonObject
 from kueue_graphql.kube.resources import JOB, JOB_SET, OWNER_KINDS, RAY_JOB, WORKLOAD, Resource
 from kueue_graphql.kueue.conditions import workload_status
+from kueue_graphql.kueue.node_failure import unhealthy_nodes
 from kueue_graphql.kueue.objects import metadata, spec, status
 from kueue_graphql.kueue.owners import (
     controller_reference,
@@ -251,6 +252,12 @@ class Workload(KubeObject):
         if not ref or not ref.get("name"):
             return None
         return PriorityClassRef(group=ref.get("group"), kind=ref.get("kind"), name=ref["name"])
+
+    @strawberry.field
+    async def unhealthy_nodes(self, info: Info) -> list[str]:
+        """status.unhealthyNodes: Nodes of the topology assignment Kueue marked as failed and is
+        looking to replace (TAS); cleared once replaced, or when it evicts the Workload."""
+        return list(unhealthy_nodes(await self.obj(info)))
 
     @strawberry.field
     async def maximum_execution_time_seconds(self, info: Info) -> int | None:

@@ -58,6 +58,7 @@ __all__ = [
     "kueue_units",
     "podset_topology_request",
     "tas_leaves",
+    "tolerated",
 ]
 
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
@@ -250,7 +251,7 @@ def _matches(node_labels: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(node_labels.get(k) == v for k, v in wanted.items())
 
 
-def _tolerated(taint: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]) -> bool:
+def tolerated(taint: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]) -> bool:
     """v1 Toleration.ToleratesTaint."""
     for t in tolerations:
         effect = t.get("effect") or ""
@@ -269,7 +270,7 @@ def _tolerated(taint: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]
 
 def _excluded_by_taint(node: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]) -> bool:
     return any(
-        t.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(t, tolerations)
+        t.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(t, tolerations)
         for t in items(node, "spec", "taints")
     )
 

@@ -214,6 +214,12 @@ class Code(enum.StrEnum):
     OWNER_STILL_SUSPENDED = "OwnerStillSuspended"
     NO_PODS_YET = "NoPodsYet"
     TOPOLOGY_GATED = "TopologyGated"
+    NODE_FAILURES = "NodeFailures"
+    """Kueue evicted the TAS Workload: no replacement for a failed Node (its own reason)."""
+    TOPOLOGY_NODE_REPLACEMENT = "TopologyNodeReplacement"
+    """status.unhealthyNodes is set: Kueue looks for a replacement Node."""
+    TOPOLOGY_NODE_UNHEALTHY = "TopologyNodeUnhealthy"
+    """A Node of the Workload's topology assignment is NotReady or tainted against its Pods."""
     # access
     WORKLOAD_NOT_READABLE = "WorkloadNotReadable"
     PODS_NOT_READABLE = "PodsNotReadable"
@@ -321,6 +327,9 @@ _GROUPS: dict[Code, CodeGroup] = {
         Code.OWNER_STILL_SUSPENDED,
         Code.NO_PODS_YET,
         Code.TOPOLOGY_GATED,
+        Code.NODE_FAILURES,
+        Code.TOPOLOGY_NODE_REPLACEMENT,
+        Code.TOPOLOGY_NODE_UNHEALTHY,
     ),
     **_group(CodeGroup.ACCESS, Code.WORKLOAD_NOT_READABLE, Code.PODS_NOT_READABLE, Code.NOT_FOUND),
     **_group(

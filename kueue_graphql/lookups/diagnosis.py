@@ -224,7 +224,13 @@ async def load_input(
     tas = _TAS_NOT_FIT.search(_quota_message(workload_obj)) is not None
     nodes: asyncio.Future[ObservedList] = _ready(dx.Absent("no unplaced Pod"))
     pod_events: asyncio.Future[ObservedList] = _ready([])
-    if unplaced or tas:
+    # An admitted TAS Workload: are the Nodes Kueue placed it on still Ready and untainted?
+    placed_by_tas = any(
+        psa.get("topologyAssignment")
+        for psa in dig(workload_obj, "status", "admission", "podSetAssignments") or []
+        if isinstance(psa, dict)
+    )
+    if unplaced or tas or placed_by_tas:
         nodes = _start(lambda: observe(reader.list_objects(NODE)))
     if unplaced:
         pod_events = _start(lambda: _events(reader, unplaced))

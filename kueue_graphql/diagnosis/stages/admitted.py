@@ -4,12 +4,15 @@ started, or running.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kueue_graphql.diagnosis.context import Context
 from kueue_graphql.diagnosis.evidence import (
     condition_reason,
     quota_report,
 )
 from kueue_graphql.diagnosis.model import Diagnosis, Layer, Stage
+from kueue_graphql.diagnosis.node_failure import node_failure_reasons
 from kueue_graphql.diagnosis.pods import is_unscheduled, pod_problem
 from kueue_graphql.diagnosis.report import build, owner_from_workload
 from kueue_graphql.kueue.model import KubeObject, ObjectRef, Reason, ReasonSource
@@ -32,10 +35,27 @@ def _topology_gated(pod: KubeObject) -> bool:
 
 
 def admitted(ctx: Context) -> Diagnosis:
+    """The stage of the Pods; a failed Node under a TAS Workload (Kueue replacing it, or having
+    evicted the Workload for it, or a Node a node reader sees NotReady or tainted) leads."""
+    failures = node_failure_reasons(ctx)
+    found = _admitted(ctx, failures)
+    if not failures:
+        return found
+    first = failures[0]
+    replacing = first.code == Code.TOPOLOGY_NODE_REPLACEMENT
+    return replace(
+        found,
+        summary=f"{first.message}; {found.summary}",
+        layer=Layer.KUEUE if replacing else found.layer,
+        blocking_object=first.object or found.blocking_object,
+    )
+
+
+def _admitted(ctx: Context, failures: list[Reason]) -> Diagnosis:
     assert ctx.workload is not None
     quota = quota_report(ctx)
     admitted = condition_reason(ctx.workload, "Admitted")
-    base = [admitted] if admitted is not None else []
+    base = [*failures, *([admitted] if admitted is not None else [])]
     if not ctx.pods_readable:
         ready = condition_true(ctx.workload, "PodsReady")
         reason = Reason(
