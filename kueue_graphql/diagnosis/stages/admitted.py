@@ -47,7 +47,7 @@ def admitted(ctx: Context) -> Diagnosis:
         found,
         summary=f"{first.message}; {found.summary}",
         layer=Layer.KUEUE if replacing else found.layer,
-        blocking_object=first.object or found.blocking_object,
+        blocking_object=next((r.object for r in failures if r.object), found.blocking_object),
     )
 
 
