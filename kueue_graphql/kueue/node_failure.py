@@ -13,7 +13,10 @@ Workload is evicted with reason `NodeFailures` ("Workload was evicted as there w
 replacement for unhealthy node(s): ..."), then requeued. Observed on the test control plane
 (tests/service/test_topology_node_failure.py): a NotReady or tainted Node whose Pods keep
 running changes nothing on the Workload; once they terminate, the replacement or the eviction
-follows within seconds and `unhealthyNodes` is empty again by the time a reader looks.
+follows within seconds and `unhealthyNodes` is empty again by the time a reader looks. A Ready
+condition without lastTransitionTime counts as NotReady for ever: the Node was marked and the
+Workload evicted within 2 s, its Pods still there. With room left in the domain, the topology
+assignment names the new Node and nothing else records the replacement (no condition, no event).
 """
 
 from __future__ import annotations
