@@ -27,6 +27,7 @@ from typing import Any
 
 from kueue_graphql.kueue.objects import condition, dig, items, name, text
 from kueue_graphql.kueue.topology import decode_assignment, tolerated
+from kueue_graphql.kueue.vocabulary import Code
 
 __all__ = [
     "NODE_FAILURES",
@@ -39,7 +40,7 @@ __all__ = [
     "unhealthy_nodes",
 ]
 
-NODE_FAILURES = "NodeFailures"
+NODE_FAILURES: str = Code.NODE_FAILURES.value
 """kueue.WorkloadEvictedDueToNodeFailures: the eviction (and Requeued) reason."""
 
 _PREVIOUSLY = "Previously: "
